@@ -1,0 +1,299 @@
+"""What one run measured: per-iteration samples, the telemetry beside them, and where it ran.
+
+A ``Measurement`` is the unit the gate checks and the reports print. It has one attribute per
+metric of the ``perf`` marker (``throughput``, ``latency_p99``, ``memory``, ``power``, ...), None
+where nothing measured it. Latency metrics are per batch (one ``infer`` call); throughput counts
+items (batch x iterations) per second of the measurement window.
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+#: Metrics a perf bound may name, and the direction in which they get worse.
+METRICS = {
+    "throughput": "lower",
+    "latency_mean": "higher",
+    "latency_p50": "higher",
+    "latency_p90": "higher",
+    "latency_p95": "higher",
+    "latency_p99": "higher",
+    "latency_max": "higher",
+    "memory": "higher",
+    "power": "higher",
+    "power_peak": "higher",
+    "energy": "higher",
+    "gpu_util": "lower",
+    "temperature": "higher",
+    "per_process_throughput": "lower",
+}
+
+
+def _percentile(values: np.ndarray, q: float) -> Optional[float]:
+    if values.size == 0:
+        return None
+    return float(np.percentile(values, q))
+
+
+@dataclass
+class Spread:
+    """min / mean / max of a per-worker quantity (for pools)."""
+
+    min: float
+    mean: float
+    max: float
+
+    def to_dict(self) -> Dict[str, float]:
+        return {"min": self.min, "mean": self.mean, "max": self.max}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, float]) -> "Spread":
+        return cls(float(d["min"]), float(d["mean"]), float(d["max"]))
+
+
+@dataclass
+class Measurement:
+    """One measured run of one engine (or, as ``PoolMeasurement``, of a pool of workers).
+
+    ``latencies`` are seconds per iteration on the engine's clock (``clock``: ``"virtual"`` for the
+    simulated device, ``"cuda"`` for CUDA events, ``"wall"`` for ``time.perf_counter``).
+    ``duration`` is the measurement window in seconds on that clock; ``items`` the inputs processed
+    in it. ``telemetry`` is a ``TelemetrySummary`` (or None); ``environment`` the fingerprint
+    (device, power mode, JetPack, TensorRT, precision, batch, simulated, plugin version).
+    """
+
+    name: str
+    batch: int
+    latencies: List[float]
+    duration: float
+    items: int
+    clock: str = "wall"
+    backend: str = ""
+    model: str = ""
+    precision: str = ""
+    stable: Optional[bool] = None
+    windows: List[float] = field(default_factory=list)
+    host_overhead: Optional[float] = None
+    device_latencies: Optional[List[float]] = None
+    engine_memory: Optional[int] = None
+    telemetry: Any = None
+    environment: Dict[str, Any] = field(default_factory=dict)
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    # -- derived metrics -------------------------------------------------------------------
+    @property
+    def iterations(self) -> int:
+        return len(self.latencies)
+
+    def _lat(self) -> np.ndarray:
+        return np.asarray(self.latencies, dtype=float)
+
+    @property
+    def throughput(self) -> Optional[float]:
+        if self.duration <= 0 or self.items <= 0:
+            return None
+        return self.items / self.duration
+
+    @property
+    def latency_mean(self) -> Optional[float]:
+        lat = self._lat()
+        return float(lat.mean()) if lat.size else None
+
+    @property
+    def latency_p50(self) -> Optional[float]:
+        return _percentile(self._lat(), 50)
+
+    @property
+    def latency_p90(self) -> Optional[float]:
+        return _percentile(self._lat(), 90)
+
+    @property
+    def latency_p95(self) -> Optional[float]:
+        return _percentile(self._lat(), 95)
+
+    @property
+    def latency_p99(self) -> Optional[float]:
+        return _percentile(self._lat(), 99)
+
+    @property
+    def latency_max(self) -> Optional[float]:
+        lat = self._lat()
+        return float(lat.max()) if lat.size else None
+
+    def _telemetry_value(self, attr: str) -> Optional[float]:
+        value = getattr(self.telemetry, attr, None) if self.telemetry is not None else None
+        if value is None:
+            return None
+        value = float(value)
+        return value if math.isfinite(value) else None
+
+    @property
+    def memory(self) -> Optional[float]:
+        """Peak memory in bytes: telemetry's peak where sampled, else what the engine reports."""
+        peak = self._telemetry_value("memory_peak_bytes")
+        if peak is not None:
+            return peak
+        return float(self.engine_memory) if self.engine_memory is not None else None
+
+    @property
+    def power(self) -> Optional[float]:
+        """Mean board power in W over the run."""
+        return self._telemetry_value("power_mean_w")
+
+    @property
+    def power_peak(self) -> Optional[float]:
+        return self._telemetry_value("power_peak_w")
+
+    @property
+    def energy(self) -> Optional[float]:
+        """Energy per item in J."""
+        total = self._telemetry_value("energy_j")
+        if total is None or self.items <= 0:
+            return None
+        return total / self.items
+
+    @property
+    def gpu_util(self) -> Optional[float]:
+        return self._telemetry_value("gpu_util_mean")
+
+    @property
+    def temperature(self) -> Optional[float]:
+        return self._telemetry_value("temperature_max_c")
+
+    @property
+    def per_process_throughput(self) -> Optional[float]:
+        return None
+
+    def metric(self, name: str) -> Optional[float]:
+        """The value of a perf metric by name (None where nothing measured it)."""
+        if name not in METRICS:
+            raise KeyError(name)
+        value = getattr(self, name)
+        if isinstance(value, Spread):
+            return value.min
+        return value
+
+    def metric_samples(self, name: str) -> Optional[List[float]]:
+        """Per-sample values of a metric, for rank tests: latencies for latency metrics, per-window
+        (or per-iteration) throughput for throughput; None where only a summary exists."""
+        if name.startswith("latency_"):
+            return list(self.latencies)
+        if name == "throughput":
+            if self.windows:
+                return list(self.windows)
+            lat = self._lat()
+            return [self.batch / x for x in lat if x > 0]
+        return None
+
+    def summary(self) -> Dict[str, Optional[float]]:
+        return {name: self.metric(name) for name in METRICS}
+
+    # -- JSON ------------------------------------------------------------------------------
+    def to_dict(self) -> Dict[str, Any]:
+        tele = self.telemetry
+        if tele is not None and hasattr(tele, "to_dict"):
+            tele = tele.to_dict()
+        return {
+            "kind": "measurement",
+            "schema": SCHEMA_VERSION,
+            "name": self.name,
+            "batch": self.batch,
+            "latencies": list(map(float, self.latencies)),
+            "duration": self.duration,
+            "items": self.items,
+            "clock": self.clock,
+            "backend": self.backend,
+            "model": self.model,
+            "precision": self.precision,
+            "stable": self.stable,
+            "windows": list(map(float, self.windows)),
+            "host_overhead": self.host_overhead,
+            "device_latencies": None if self.device_latencies is None else list(map(float, self.device_latencies)),
+            "engine_memory": self.engine_memory,
+            "telemetry": tele,
+            "environment": dict(self.environment),
+            "extra": dict(self.extra),
+            "summary": self.summary(),
+        }
+
+    @classmethod
+    def _kwargs_from_dict(cls, d: Dict[str, Any]) -> Dict[str, Any]:
+        tele = d.get("telemetry")
+        if isinstance(tele, dict):
+            from ..telemetry.summary import TelemetrySummary
+
+            tele = TelemetrySummary.from_dict(tele)
+        return dict(
+            name=d["name"],
+            batch=int(d["batch"]),
+            latencies=[float(x) for x in d.get("latencies", [])],
+            duration=float(d["duration"]),
+            items=int(d["items"]),
+            clock=d.get("clock", "wall"),
+            backend=d.get("backend", ""),
+            model=d.get("model", ""),
+            precision=d.get("precision", ""),
+            stable=d.get("stable"),
+            windows=[float(x) for x in d.get("windows", [])],
+            host_overhead=d.get("host_overhead"),
+            device_latencies=d.get("device_latencies"),
+            engine_memory=d.get("engine_memory"),
+            telemetry=tele,
+            environment=dict(d.get("environment", {})),
+            extra=dict(d.get("extra", {})),
+        )
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Measurement":
+        if d.get("kind") == "pool":
+            return PoolMeasurement.from_dict(d)
+        return cls(**cls._kwargs_from_dict(d))
+
+
+@dataclass
+class PoolMeasurement(Measurement):
+    """A pool of workers measured over one shared window: the whole pool's figures (throughput of
+    all workers together, pooled latencies) plus one ``Measurement`` per worker."""
+
+    workers: List[Measurement] = field(default_factory=list)
+    start_skew: Optional[float] = None
+
+    @property
+    def processes(self) -> int:
+        return len(self.workers)
+
+    @property
+    def per_process_throughput(self) -> Optional[Spread]:  # type: ignore[override]
+        values = [w.throughput for w in self.workers if w.throughput is not None]
+        if not values:
+            return None
+        return Spread(min(values), sum(values) / len(values), max(values))
+
+    @property
+    def per_process_memory(self) -> List[Optional[float]]:
+        return [w.memory for w in self.workers]
+
+    def metric_samples(self, name: str) -> Optional[List[float]]:
+        if name == "per_process_throughput":
+            return [w.throughput for w in self.workers if w.throughput is not None]
+        return super().metric_samples(name)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = super().to_dict()
+        d["kind"] = "pool"
+        d["workers"] = [w.to_dict() for w in self.workers]
+        d["start_skew"] = self.start_skew
+        ppt = self.per_process_throughput
+        d["summary"]["per_process_throughput"] = ppt.to_dict() if ppt else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "PoolMeasurement":
+        kwargs = cls._kwargs_from_dict(d)
+        kwargs["workers"] = [Measurement.from_dict(w) for w in d.get("workers", [])]
+        kwargs["start_skew"] = d.get("start_skew")
+        return cls(**kwargs)
