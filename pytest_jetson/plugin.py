@@ -1,0 +1,208 @@
+"""The pytest face of pytest-jetson: options, ini keys, markers, fixtures and hooks.
+
+Thin on purpose: it turns options, marks and fixtures into calls on the library packages and turns
+their verdicts into test outcomes. Everything it calls is usable without pytest.
+"""
+
+import os
+
+import pytest
+
+from .errors import ConfigError, JetsonError
+
+# ------------------------------------------------------------------------------------------------
+# options and ini keys
+# ------------------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("jetson", "performance regression testing on NVIDIA Jetson")
+    group.addoption(
+        "--jetson-device", dest="jetson_device", default=None, metavar="NAME|auto",
+        help="device to test: a name from `pytest-jetson devices` or auto (the detected board, "
+        "else a simulated Orin Nano 8GB). Ini: jetson_device.",
+    )
+    group.addoption(
+        "--jetson-simulate", dest="jetson_simulate", action="store_true", default=False,
+        help="simulate the device even on a real Jetson board",
+    )
+    group.addoption(
+        "--jetson-backend", dest="jetson_backend", default=None,
+        choices=("tensorrt", "onnxruntime", "simulated"),
+        help="engine backend (default: tensorrt on a board, simulated elsewhere)",
+    )
+    group.addoption(
+        "--jetson-power-mode", dest="jetson_power_mode", default=None, metavar="MODE",
+        help="nvpmodel power mode by name or id (default: the board's current or the profile's default)",
+    )
+    group.addoption(
+        "--jetson-baselines", dest="jetson_baselines", default=None, metavar="DIR",
+        help="baseline directory (default: baselines). Ini: jetson_baselines.",
+    )
+    group.addoption(
+        "--jetson-update-baselines", dest="jetson_update_baselines", nargs="?", const="all",
+        default=None, choices=("all", "new"), metavar="all|new",
+        help="(re)record baselines from this run: all (new and changed, the default) or new only",
+    )
+    group.addoption(
+        "--jetson-prune-baselines", dest="jetson_prune_baselines", action="store_true", default=False,
+        help="remove baseline entries that no selected test used",
+    )
+    group.addoption(
+        "--jetson-missing-baseline", dest="jetson_missing_baseline", default=None,
+        choices=("skip", "fail"),
+        help="what a relative bound does without a baseline: skip it (default) or fail (for gates)",
+    )
+    group.addoption(
+        "--jetson-allow-env-mismatch", dest="jetson_allow_env_mismatch", action="store_true",
+        default=False,
+        help="compare against baselines recorded under another power mode, JetPack, TensorRT, ...",
+    )
+    group.addoption(
+        "--jetson-inconclusive", dest="jetson_inconclusive", default=None, choices=("pass", "fail"),
+        help="outcome of a comparison too noisy to decide: pass with a warning (default) or fail",
+    )
+    group.addoption(
+        "--jetson-confidence", dest="jetson_confidence", default=None, type=float, metavar="LEVEL",
+        help="confidence level of the regression test (default 0.99)",
+    )
+    group.addoption(
+        "--jetson-report-json", dest="jetson_report_json", default=None, metavar="PATH",
+        help="write every measurement, telemetry summary and verdict to PATH as JSON",
+    )
+    group.addoption(
+        "--jetson-report-md", dest="jetson_report_md", default=None, metavar="PATH",
+        help="write a Markdown summary (default: $GITHUB_STEP_SUMMARY when set)",
+    )
+    group.addoption(
+        "--jetson-plots", dest="jetson_plots", default=None, metavar="DIR",
+        help="write PNG plots (telemetry timelines, current vs baseline) to DIR (needs the plots extra)",
+    )
+    group.addoption(
+        "--jetson-seed", dest="jetson_seed", default=None, metavar="N",
+        help="seed of the simulated device's run-to-run noise (default 0)",
+    )
+    group.addoption(
+        "--jetson-duration", dest="jetson_duration", default=None, metavar="DUR",
+        help="override the duration of every perf.measure and process_pool, e.g. 2s",
+    )
+    group.addoption(
+        "--jetson-telemetry", dest="jetson_telemetry", default=None,
+        choices=("auto", "jtop", "tegrastats", "sysfs", "nvml", "host", "simulated", "none"),
+        help="telemetry source (default auto: the best available)",
+    )
+    group.addoption(
+        "--jetson-telemetry-interval", dest="jetson_telemetry_interval", default=None, metavar="DUR",
+        help="telemetry sampling interval (default 100ms, down to 10ms)",
+    )
+    parser.addini("jetson_device", "device to test (NAME or auto)", default="auto")
+    parser.addini("jetson_baselines", "baseline directory", default="baselines")
+    parser.addini("jetson_power_mode", "power mode to expect/simulate", default="")
+    parser.addini("jetson_seed", "seed of the simulated noise", default="0")
+    parser.addini("jetson_telemetry", "telemetry source", default="auto")
+
+
+# ------------------------------------------------------------------------------------------------
+# configuration, header, device
+# ------------------------------------------------------------------------------------------------
+# (lead) section: configure / header / jetson_device
+CONTEXT_KEY = pytest.StashKey()
+
+
+def _settings_from_config(config):
+    from .settings import Settings, parse_optional_duration, parse_seed
+
+    opt = config.getoption
+    ini_device = config.getini("jetson_device") or "auto"
+    return Settings(
+        device=opt("jetson_device") or ini_device,
+        simulate=bool(opt("jetson_simulate")),
+        backend=opt("jetson_backend"),
+        power_mode=opt("jetson_power_mode") or config.getini("jetson_power_mode") or None,
+        baselines=opt("jetson_baselines") or config.getini("jetson_baselines") or "baselines",
+        update_baselines=opt("jetson_update_baselines"),
+        prune_baselines=bool(opt("jetson_prune_baselines")),
+        missing_baseline=opt("jetson_missing_baseline") or "skip",
+        allow_env_mismatch=bool(opt("jetson_allow_env_mismatch")),
+        inconclusive=opt("jetson_inconclusive") or "pass",
+        confidence=opt("jetson_confidence") if opt("jetson_confidence") is not None else 0.99,
+        report_json=opt("jetson_report_json"),
+        report_md=opt("jetson_report_md") or os.environ.get("GITHUB_STEP_SUMMARY") or None,
+        plots=opt("jetson_plots"),
+        seed=parse_seed(opt("jetson_seed") if opt("jetson_seed") is not None else config.getini("jetson_seed"),
+                        "--jetson-seed / ini jetson_seed"),
+        duration=parse_optional_duration(opt("jetson_duration"), "--jetson-duration"),
+        telemetry=opt("jetson_telemetry") or config.getini("jetson_telemetry") or "auto",
+        telemetry_interval=parse_optional_duration(opt("jetson_telemetry_interval"),
+                                                   "--jetson-telemetry-interval") or 0.1,
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "perf(**bounds): performance bounds checked after the test, absolute ('>= 900/s', "
+        "'<= 15 ms', '<= 1.5 GiB', '<= 10 W') or relative to the stored baseline ('5%').",
+    )
+    from .context import Context, default_backend
+    from .devices.resolve import resolve_device
+
+    try:
+        settings = _settings_from_config(config)
+        device = resolve_device(settings)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[CONTEXT_KEY] = Context(
+        settings=settings, device=device, backend=default_backend(device, settings.backend)
+    )
+
+
+def jetson_context(config):
+    """The session's Context (settings, device, clock, backend)."""
+    return config.stash[CONTEXT_KEY]
+
+
+def pytest_report_header(config):
+    ctx = config.stash.get(CONTEXT_KEY, None)
+    if ctx is None:
+        return None
+    line = ctx.device.header_line()
+    if ctx.backend != ("simulated" if ctx.device.simulated else "tensorrt"):
+        line += f" · backend {ctx.backend}"
+    return line
+
+
+@pytest.fixture(scope="session")
+def jetson_device(pytestconfig):
+    """The Device under test: profile, power mode, simulated or real, and its fingerprint."""
+    return jetson_context(pytestconfig).device
+
+
+# ------------------------------------------------------------------------------------------------
+# engines, perf recorder, pytest-benchmark
+# ------------------------------------------------------------------------------------------------
+# (engines) section
+RECORDER_KEY = pytest.StashKey()
+
+
+@pytest.fixture
+def perf(request):
+    """The recorder: ``perf.measure(engine, duration=...)`` or ``perf.record(measurement)``; the
+    perf marks' bounds are checked against what it holds after the test body."""
+    from .run.recorder import Recorder
+
+    recorder = Recorder(jetson_context(request.config))
+    request.node.stash[RECORDER_KEY] = recorder
+    return recorder
+
+
+# ------------------------------------------------------------------------------------------------
+# process pools
+# ------------------------------------------------------------------------------------------------
+# (pool) section
+
+
+# ------------------------------------------------------------------------------------------------
+# perf marker, gate, baselines and reports
+# ------------------------------------------------------------------------------------------------
+# (gate) section

@@ -1,0 +1,78 @@
+"""Settings: every option and ini key of the plugin, read once into one frozen value.
+
+The plugin builds ``Settings`` from pytest's config; scripts build it directly. Validation lives
+here so a bad value is a usage error before any test runs, naming the option and the fix.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .errors import ConfigError
+from .units import parse_duration
+
+BACKENDS = ("tensorrt", "onnxruntime", "simulated")
+TELEMETRY_SOURCES = ("auto", "jtop", "tegrastats", "sysfs", "nvml", "host", "simulated", "none")
+UPDATE_MODES = ("all", "new")
+MISSING_BASELINE = ("skip", "fail")
+INCONCLUSIVE = ("pass", "fail")
+
+
+@dataclass(frozen=True)
+class Settings:
+    device: str = "auto"
+    simulate: bool = False
+    backend: Optional[str] = None
+    power_mode: Optional[str] = None
+    baselines: str = "baselines"
+    update_baselines: Optional[str] = None
+    prune_baselines: bool = False
+    missing_baseline: str = "skip"
+    allow_env_mismatch: bool = False
+    inconclusive: str = "pass"
+    confidence: float = 0.99
+    report_json: Optional[str] = None
+    report_md: Optional[str] = None
+    plots: Optional[str] = None
+    seed: int = 0
+    duration: Optional[float] = None
+    telemetry: str = "auto"
+    telemetry_interval: float = 0.1
+
+    def __post_init__(self) -> None:
+        _choice("--jetson-backend", self.backend, BACKENDS, allow_none=True)
+        _choice("--jetson-telemetry", self.telemetry, TELEMETRY_SOURCES)
+        _choice("--jetson-update-baselines", self.update_baselines, UPDATE_MODES, allow_none=True)
+        _choice("--jetson-missing-baseline", self.missing_baseline, MISSING_BASELINE)
+        _choice("--jetson-inconclusive", self.inconclusive, INCONCLUSIVE)
+        if not 0.5 <= self.confidence < 1:
+            raise ConfigError(
+                f"--jetson-confidence: {self.confidence!r} is not a confidence level; use a value "
+                "between 0.5 and 1, e.g. 0.99"
+            )
+        if self.duration is not None and self.duration <= 0:
+            raise ConfigError(f"--jetson-duration: {self.duration!r} must be a positive duration such as '5s'")
+        if not 0.01 <= self.telemetry_interval <= 60:
+            raise ConfigError(
+                f"--jetson-telemetry-interval: {self.telemetry_interval} s is outside 10ms..60s; "
+                "use e.g. '100ms'"
+            )
+
+
+def _choice(option: str, value: Optional[str], allowed, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if value not in allowed:
+        raise ConfigError(f"{option}: {value!r} is not one of {', '.join(allowed)}")
+
+
+def parse_seed(value: object, what: str = "--jetson-seed") -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"{what}: {value!r} is not an integer seed; use e.g. --jetson-seed 0") from None
+
+
+def parse_optional_duration(value: object, what: str) -> Optional[float]:
+    if value in (None, ""):
+        return None
+    return parse_duration(value, what)  # type: ignore[arg-type]
