@@ -42,6 +42,13 @@ class Device:
             "plugin": __version__,
         }
 
+    def __str__(self) -> str:
+        kind = "simulated" if self.simulated else "real"
+        return f"{self.profile.name} ({kind}, power mode {self.power_mode.name})"
+
+    def __repr__(self) -> str:
+        return f"<Device {self.profile.id} mode={self.power_mode.name} simulated={self.simulated}>"
+
     def header_line(self) -> str:
         kind = "simulated" if self.simulated else "real"
         clocks = ""
