@@ -1,5 +1,6 @@
 """Which device a session tests, from the options and what detection found."""
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -11,15 +12,23 @@ from .registry import get, normalise
 
 DEFAULT_SIMULATED = "orin-nano-8gb"
 
+#: Where detection reads the board's files: "/" on a board; tests and containers that mount a
+#: board's files elsewhere point it at that directory.
+ROOT_ENV = "PYTEST_JETSON_SYSROOT"
+
+
+def system_root() -> Path:
+    return Path(os.environ.get(ROOT_ENV) or "/")
+
 
 def resolve_device(settings: Settings, detection: Optional[Detection] = None,
-                   root: Path = Path("/")) -> Device:
+                   root: Optional[Path] = None) -> Device:
     """``auto``: the detected board, else a simulated Orin Nano 8GB. A name: that board if it is
     the one detected, its simulation on a host, and a usage error on a different real board unless
     ``simulate`` is set (a test suite for one board silently measured on another is worse than
     useless)."""
     if detection is None:
-        detection = detect(root)
+        detection = detect(root if root is not None else system_root())
     requested = (settings.device or "auto").strip()
     board = detection.profile
     if normalise(requested) == "auto":
