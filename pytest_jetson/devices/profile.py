@@ -89,6 +89,10 @@ class Profile:
         for mode in self.power_modes:
             if mode.name.lower() == key.lower():
                 return mode
+        # nvpmodel names AGX modes MODE_30W where people say 30W
+        for mode in self.power_modes:
+            if _bare(mode.name) == _bare(key):
+                return mode
         if key.isdigit():
             for mode in self.power_modes:
                 if mode.id == int(key):
@@ -104,6 +108,11 @@ class Profile:
     @property
     def default_mode(self) -> PowerMode:
         return self.power_mode(None)
+
+
+def _bare(name: str) -> str:
+    name = name.strip().lower().replace("-", "_")
+    return name[5:] if name.startswith("mode_") else name
 
 
 def _require(data: Dict[str, Any], key: str, path: Path) -> Any:
