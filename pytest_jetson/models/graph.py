@@ -1,0 +1,434 @@
+"""Per-layer MACs, FLOPs, parameters and bytes of any ONNX graph.
+
+``analyze`` never reads weight bytes: it copies the graph with every large initializer reduced to
+its dims (external data is never loaded), substitutes the batch size, runs ONNX shape inference
+and applies the per-op rules of :mod:`pytest_jetson.models.ops`. ``GraphStats.kernels()`` groups
+layers the way TensorRT fuses them (Conv + BatchNorm + activation + residual Add), which is the
+unit the simulated device times.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+from ..errors import ModelError
+from . import ops
+
+# Constants up to this many elements keep their bytes in the analysis copy: shape inference must
+# read Reshape targets, Split sizes and Resize scales; weights are far larger.
+_SMALL_CONSTANT = 64
+
+Shape = Tuple[int, ...]
+
+
+@dataclass
+class LayerStats:
+    """One ONNX node. Element counts are per tensor element; bytes use each tensor's own dtype."""
+
+    name: str
+    op_type: str
+    macs: int = 0
+    flops: int = 0
+    params: int = 0
+    weight_elems: int = 0
+    weight_bytes: int = 0
+    input_elems: int = 0  # activations read (constants excluded)
+    output_elems: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    kind: str = "other"
+    out_channels: int = 0
+    spatial: int = 1
+    groups: int = 1
+    free: bool = False  # no kernel in TensorRT: a view (Reshape, Flatten) or build-time constant
+    known: bool = True
+    inputs: List[str] = field(default_factory=list, repr=False)  # activation tensor names
+    outputs: List[str] = field(default_factory=list, repr=False)
+
+
+@dataclass
+class KernelStats:
+    """Layers TensorRT runs as one kernel. ``input_elems``: activations read from DRAM (the first
+    layer's inputs plus a fused residual); ``output_elems``: the last layer's output."""
+
+    name: str
+    op_type: str
+    kind: str
+    macs: int
+    flops: int
+    weight_elems: int
+    input_elems: int
+    output_elems: int
+    layers: List[str]
+    out_channels: int = 0
+    spatial: int = 1
+    groups: int = 1
+    params: int = 0
+
+
+@dataclass
+class GraphStats:
+    name: str
+    batch: int
+    params: int
+    macs: int
+    flops: int
+    layers: List[LayerStats]
+    unknown_ops: List[str]
+    input_shape: Shape
+    output_shapes: List[Shape]
+    weight_elems: int = 0
+    weight_bytes: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    _skeleton: object = field(default=None, repr=False, compare=False)
+    _kernels: List[KernelStats] | None = field(default=None, repr=False, compare=False)
+    _tensor_elems: Dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    _graph_outputs: Tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def gmacs(self) -> float:
+        return self.macs / 1e9
+
+    def kernels(self) -> List[KernelStats]:
+        if self._kernels is None:
+            self._kernels = _fuse(self.layers, self._tensor_elems, set(self._graph_outputs))
+        return self._kernels
+
+    def to_batch(self, batch: int) -> GraphStats:
+        """The same graph analysed at another batch size (MACs and activations scale, weights not)."""
+        if batch == self.batch:
+            return self
+        stats = _analyze_skeleton(self._skeleton, batch, self.name)
+        return stats
+
+
+def analyze(path_or_model, batch: int = 1) -> GraphStats:
+    """Analyse an ONNX file (path) or ``onnx.ModelProto`` at ``batch``.
+
+    Raises :class:`~pytest_jetson.errors.ModelError` for a file that is not ONNX or is truncated,
+    and for inputs with a dynamic dimension other than the batch.
+    """
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise ModelError(f"batch {batch!r} must be a positive int")
+    model, where = _load(path_or_model)
+    skeleton = _skeleton(model, where)
+    return _analyze_skeleton(skeleton, batch, model.graph.name or where)
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+
+def _load(obj):
+    import onnx
+
+    if isinstance(obj, onnx.ModelProto):
+        _check_model(obj, f"model {obj.graph.name or '<unnamed>'!r}")
+        return obj, obj.graph.name or "<model>"
+    if isinstance(obj, (bytes, bytearray)):
+        where = "<bytes>"
+        data = bytes(obj)
+    elif isinstance(obj, (str, os.PathLike)):
+        where = os.fspath(obj)
+        if not os.path.isfile(where):
+            raise ModelError(f"ONNX file {where} does not exist: pass an existing .onnx path or a zoo name")
+        try:
+            with open(where, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise ModelError(f"cannot read ONNX file {where}: {exc}") from None
+    else:
+        raise ModelError(f"cannot analyse {obj!r}: pass an .onnx path or an onnx.ModelProto")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as exc:  # protobuf raises DecodeError or RuntimeWarning-ish errors by version
+        raise ModelError(f"{where} is not a valid ONNX file ({exc.__class__.__name__}): it may be truncated or another format; "
+                         "re-export it") from None
+    _check_model(model, where)
+    return model, where
+
+
+def _check_model(model, where: str) -> None:
+    """Catch files that happen to parse as protobuf but are not (complete) ONNX models."""
+    g = model.graph
+    if model.ir_version <= 0 or not model.opset_import or not g.node or not g.output:
+        raise ModelError(f"{where} is not a complete ONNX model (no graph, opset or outputs): it may be "
+                         "truncated or another format; re-export it")
+    known = {i.name for i in g.input} | {t.name for t in g.initializer} | {""}
+    for node in g.node:
+        for name in node.input:
+            if name not in known:
+                raise ModelError(f"{where}: node {node.name or node.op_type!r} reads {name!r}, which nothing produces: the file is truncated "
+                                 "or corrupt; re-export it")
+        known.update(node.output)
+    for o in g.output:
+        if o.name not in known:
+            raise ModelError(f"{where}: graph output {o.name!r} is never produced: the file is truncated or corrupt; "
+                             "re-export it")
+
+
+def _skeleton(model, where: str):
+    """A copy of the graph with large initializers reduced to dims (no weight bytes)."""
+    import onnx
+    from onnx import TensorProto
+
+    sk = onnx.ModelProto()
+    sk.ir_version = model.ir_version
+    sk.opset_import.extend(model.opset_import)
+    g = sk.graph
+    g.name = model.graph.name
+    g.node.extend(model.graph.node)
+    g.input.extend(model.graph.input)
+    g.output.extend(model.graph.output)
+    for o in g.output:
+        # re-inferred at the requested batch
+        o.type.tensor_type.ClearField("shape")
+    for t in model.graph.initializer:
+        n = 1
+        for d in t.dims:
+            n *= d
+        if n <= _SMALL_CONSTANT and t.data_location != TensorProto.EXTERNAL:
+            g.initializer.add().CopyFrom(t)
+            continue
+        s = g.initializer.add()
+        s.name = t.name
+        s.data_type = t.data_type
+        s.dims.extend(t.dims)
+        s.data_location = TensorProto.EXTERNAL
+        e = s.external_data.add()
+        e.key, e.value = "location", "__pytest_jetson_structure_only__"
+    sk.doc_string = where
+    return sk
+
+
+def _dims(type_proto) -> List | None:
+    tt = type_proto.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
+
+
+# --- analysis ---------------------------------------------------------------------------------
+
+
+def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
+    import onnx
+    from onnx import helper
+
+    where = sk.doc_string or name
+    model = onnx.ModelProto()
+    model.CopyFrom(sk)
+    g = model.graph
+    init_names = {t.name for t in g.initializer}
+    input_shape: Shape = ()
+    for _i, vi in enumerate(g.input):
+        if vi.name in init_names:
+            continue
+        dims = _dims(vi.type)
+        if dims is None:
+            raise ModelError(f"{where}: input {vi.name!r} has no shape: export it with a static shape (dynamic batch "
+                             "only)")
+        shape = vi.type.tensor_type.shape
+        for axis, d in enumerate(dims):
+            if isinstance(d, int) and d > 0:
+                if axis == 0 and d != batch:
+                    raise ModelError(f"{where}: input {vi.name!r} has a fixed batch of {d}, not {batch}: export it with a dynamic batch axis or use batch={d}")
+                continue
+            if axis != 0:
+                raise ModelError(f"{where}: input {vi.name!r} has a dynamic dimension {axis} ({d!r}): only the batch (first) dimension may be dynamic; export with a fixed input size")
+            shape.dim[0].Clear()
+            shape.dim[0].dim_value = batch
+        if not input_shape:
+            input_shape = tuple(int(x.dim_value) for x in shape.dim)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
+                                                     data_prop=True)
+    except Exception as exc:
+        raise ModelError(f"{where}: shape inference failed ({exc}): the graph is inconsistent; re-export it") from None
+    g = inferred.graph
+
+    shapes: Dict[str, Shape | None] = {}
+    dtypes: Dict[str, int] = {}
+
+    def note(vi):
+        dims = _dims(vi.type)
+        dtypes[vi.name] = vi.type.tensor_type.elem_type
+        if dims is not None and all(isinstance(d, int) and d > 0 for d in dims):
+            shapes[vi.name] = tuple(int(d) for d in dims)
+        elif dims == []:
+            shapes[vi.name] = ()
+
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        note(vi)
+    constants = set()
+    for t in g.initializer:
+        shapes[t.name] = tuple(int(d) for d in t.dims)
+        dtypes[t.name] = t.data_type
+        constants.add(t.name)
+    static = set(constants)  # tensors known at engine build time (constants and shape arithmetic)
+    for node in g.node:
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    shapes[node.output[0]] = tuple(int(d) for d in a.t.dims)
+                    dtypes[node.output[0]] = a.t.data_type
+            constants.update(node.output)
+
+    layers: List[LayerStats] = []
+    unknown = set()
+    for idx, node in enumerate(g.node):
+        op = node.op_type
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        in_shapes = [shapes.get(n) if n else None for n in node.input]
+        out_shapes = [shapes.get(n) for n in node.output]
+        known = op in ops.KNOWN_OPS and node.domain in ("", "ai.onnx")
+        if not known:
+            unknown.add(op if node.domain in ("", "ai.onnx") else f"{node.domain}.{op}")
+        is_static = op in ("Constant", "Shape", "Size") or all(
+            n in static for n in node.input if n)
+        if is_static:
+            static.update(node.output)
+        mac = ops.macs(op, attrs, in_shapes, out_shapes) if known else 0
+        layer = LayerStats(name=node.name or f"{op}_{idx}", op_type=op, macs=mac,
+                           flops=ops.flops(op, attrs, in_shapes, out_shapes, mac) if known else 0,
+                           known=known)
+        param_slots = ops.PARAM_INPUTS.get(op, ())
+        for pos, n in enumerate(node.input):
+            if not n:
+                continue
+            elems = _prod(shapes.get(n))
+            size = elems * _itemsize(dtypes.get(n))
+            if n in constants:
+                if _is_float(dtypes.get(n)):
+                    layer.weight_elems += elems
+                    layer.weight_bytes += size
+                    if pos in param_slots and n in init_names:
+                        layer.params += elems
+            else:
+                layer.input_elems += elems
+                layer.bytes_read += size
+                layer.inputs.append(n)
+        for n in node.output:
+            if n:
+                layer.output_elems += _prod(shapes.get(n))
+                layer.bytes_written += _prod(shapes.get(n)) * _itemsize(dtypes.get(n))
+                layer.outputs.append(n)
+        out = out_shapes[0] if out_shapes else None
+        if out is not None and len(out) >= 2:
+            layer.out_channels = int(out[1])
+            layer.spatial = _prod(out[2:])
+        layer.groups = int(attrs.get("group", 1))
+        x = in_shapes[0] if in_shapes else None
+        layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
+        layer.free = op in ops.VIEW_OPS or is_static
+        layers.append(layer)
+
+    tensor_elems = {n: _prod(s) for n, s in shapes.items()}
+    outputs = []
+    for o in g.output:
+        s = shapes.get(o.name)
+        outputs.append(s if s is not None else tuple(_dims(o.type) or ()))
+    return GraphStats(
+        name=name, batch=batch,
+        params=sum(x.params for x in layers), macs=sum(x.macs for x in layers),
+        flops=sum(x.flops for x in layers), layers=layers, unknown_ops=sorted(unknown),
+        input_shape=input_shape, output_shapes=outputs,
+        weight_elems=sum(x.weight_elems for x in layers), weight_bytes=sum(x.weight_bytes for x in layers),
+        bytes_read=sum(x.bytes_read for x in layers), bytes_written=sum(x.bytes_written for x in layers),
+        _skeleton=sk, _tensor_elems=tensor_elems, _graph_outputs=tuple(o.name for o in g.output))
+
+
+def _prod(shape) -> int:
+    if shape is None:
+        return 0
+    p = 1
+    for d in shape:
+        p *= int(d)
+    return p
+
+
+_ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
+
+
+def _itemsize(dtype: int | None) -> int:
+    return _ITEMSIZE.get(dtype or 1, 4)
+
+
+def _is_float(dtype: int | None) -> bool:
+    return dtype in (1, 10, 11, 16) or dtype is None
+
+
+# --- TensorRT-style fusion --------------------------------------------------------------------
+
+
+def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -> List[KernelStats]:
+    consumers: Dict[str, List[int]] = {}
+    for i, layer in enumerate(layers):
+        for n in layer.inputs:
+            consumers.setdefault(n, []).append(i)
+    taken = [False] * len(layers)
+    index = {id(x): i for i, x in enumerate(layers)}
+    kernels: List[KernelStats] = []
+
+    def sole(t: str) -> int | None:
+        c = consumers.get(t, [])
+        if len(c) == 1 and t not in graph_outputs and not taken[c[0]]:
+            return c[0]
+        return None
+
+    for i, head in enumerate(layers):
+        if taken[i] or head.free:
+            continue
+        taken[i] = True
+        group = [head]
+        residual = 0
+        out = head.outputs[0] if len(head.outputs) == 1 else None
+        if head.op_type in ops.HEAD_OPS or head.kind == "elementwise":
+            stage = {"bn": False, "act": False, "add": False, "post": False}
+            while out is not None:
+                nxt = sole(out)
+                c = consumers.get(out, [])
+                # SiLU: x * sigmoid(x), both consumers of x
+                if (nxt is None and len(c) == 2 and out not in graph_outputs
+                        and not any(taken[j] for j in c)):
+                    a, b = layers[c[0]], layers[c[1]]
+                    sig, mul = (a, b) if a.op_type == "Sigmoid" else (b, a)
+                    if sig.op_type == "Sigmoid" and mul.op_type == "Mul" and sig.outputs \
+                            and set(mul.inputs) == {out, sig.outputs[0]} \
+                            and consumers.get(sig.outputs[0], []) == [index[id(mul)]]:
+                        for j in c:
+                            taken[j] = True
+                        group += [sig, mul]
+                        out = mul.outputs[0]
+                        continue
+                    break
+                if nxt is None:
+                    break
+                n = layers[nxt]
+                if n.op_type == "BatchNormalization" and not any(stage.values()):
+                    stage["bn"] = True
+                elif n.op_type in ops.ACTIVATIONS and len(n.inputs) == 1 and not stage["post"]:
+                    stage["post" if stage["add"] else "act"] = True
+                elif n.op_type in ("Add", "Sub", "Mul", "Div") and len(n.inputs) == 1:
+                    pass  # bias or scale by a constant
+                elif n.op_type == "Add" and len(n.inputs) == 2 and not stage["add"]:
+                    stage["add"] = True
+                    other = n.inputs[0] if n.inputs[1] == out else n.inputs[1]
+                    residual += elems.get(other, 0)
+                else:
+                    break
+                taken[nxt] = True
+                group.append(n)
+                out = n.outputs[0] if len(n.outputs) == 1 else None
+        last = group[-1]
+        kernels.append(KernelStats(
+            name=head.name, op_type=head.op_type, kind=head.kind,
+            macs=sum(x.macs for x in group), flops=sum(x.flops for x in group),
+            weight_elems=sum(x.weight_elems for x in group),
+            input_elems=head.input_elems + residual, output_elems=last.output_elems,
+            layers=[x.name for x in group], out_channels=head.out_channels or last.out_channels,
+            spatial=head.spatial, groups=head.groups, params=sum(x.params for x in group)))
+    return kernels
