@@ -1,0 +1,56 @@
+"""Measurements: metrics derived from samples and telemetry, and their JSON form."""
+
+import json
+
+import pytest
+
+from pytest_jetson.run.measurement import METRICS, Measurement, PoolMeasurement
+
+
+def make(latencies=(0.010, 0.011, 0.012, 0.020), batch=8, duration=None, **kw):
+    latencies = list(latencies)
+    duration = sum(latencies) if duration is None else duration
+    return Measurement(name="resnet50", batch=batch, latencies=latencies, duration=duration,
+                       items=batch * len(latencies), **kw)
+
+
+def test_metrics_from_latencies():
+    m = make()
+    assert m.throughput == pytest.approx(32 / 0.053)
+    assert m.latency_mean == pytest.approx(0.01325)
+    assert m.latency_max == 0.020
+    assert m.latency_p50 == pytest.approx(0.0115)
+    assert m.latency_p50 <= m.latency_p90 <= m.latency_p95 <= m.latency_p99 <= m.latency_max
+
+
+def test_unmeasured_metrics_are_none_not_zero():
+    m = make()
+    assert m.power is None and m.energy is None and m.memory is None and m.gpu_util is None
+
+
+def test_engine_memory_stands_in_when_no_telemetry():
+    assert make(engine_memory=123456).memory == 123456
+
+
+def test_json_round_trip_keeps_every_metric():
+    m = make(engine_memory=1 << 20, stable=True, windows=[600.0, 601.0], environment={"device": "orin-nano-8gb"})
+    back = Measurement.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.summary() == m.summary()
+    assert back.environment == m.environment and back.stable is True
+
+
+def test_pool_round_trip_and_per_process_spread():
+    workers = [make((0.01,) * 4), make((0.02,) * 4)]
+    pool = PoolMeasurement(name="pool", batch=8, latencies=[x for w in workers for x in w.latencies],
+                           duration=0.08, items=64, workers=workers, start_skew=0.001)
+    spread = pool.per_process_throughput
+    assert spread.min == pytest.approx(400) and spread.max == pytest.approx(800)
+    assert pool.metric("per_process_throughput") == pytest.approx(400)  # the worst worker
+    back = Measurement.from_dict(json.loads(json.dumps(pool.to_dict())))
+    assert isinstance(back, PoolMeasurement) and back.processes == 2 and back.start_skew == 0.001
+
+
+def test_unknown_metric_is_a_key_error():
+    with pytest.raises(KeyError):
+        make().metric("speed")
+    assert set(METRICS) >= {"throughput", "latency_p99", "memory", "power", "energy"}
