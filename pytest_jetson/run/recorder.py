@@ -1,8 +1,42 @@
 """The ``perf`` recorder: what a test measured, in order, for the gate to check afterwards."""
 
-from typing import Any, List
+from typing import Any, Dict, List, Optional
 
 from .measurement import Measurement
+
+
+def telemetry_factory(context: Any) -> Any:
+    """The session's telemetry factory for ``context`` (None: telemetry off or unavailable).
+
+    One small function so the telemetry wiring can change in one place.
+    """
+    settings = getattr(context, "settings", None)
+    source = getattr(settings, "telemetry", "auto") if settings is not None else "auto"
+    if context is None or source == "none":
+        return None
+    try:
+        from ..telemetry import TelemetryFactory  # type: ignore[attr-defined]
+    except ImportError:
+        try:
+            from ..telemetry.select import TelemetryFactory  # type: ignore[no-redef]
+        except ImportError:
+            return None
+    return TelemetryFactory(context.device, context.clock, source=source)
+
+
+def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
+    """The fingerprint a baseline must share with this run: device + what the engine runs."""
+    env: Dict[str, Any] = {}
+    device = getattr(context, "device", None)
+    if device is not None:
+        env.update(device.fingerprint())
+    env.update(
+        precision=getattr(engine, "precision", None),
+        batch=getattr(engine, "batch", None),
+        backend=getattr(engine, "backend", None),
+        model=getattr(engine, "model", None),
+    )
+    return env
 
 
 class Recorder:
@@ -21,6 +55,30 @@ class Recorder:
             )
         self.measurements.append(measurement)
         return measurement
+
+    def measure(self, engine: Any, duration: Any = None, iterations: Any = None, warmup: Any = "1s",
+                **kw: Any) -> Measurement:
+        """Measure ``engine`` with the harness (see ``run.harness.measure``) and record it.
+
+        ``--jetson-duration`` overrides the length of every measurement: it replaces
+        ``duration`` and ``iterations`` alike, so a whole suite can be shortened for a smoke run.
+        Telemetry follows ``--jetson-telemetry`` (default auto; ``none`` disables it) unless
+        ``telemetry=`` is passed.
+        """
+        from .harness import measure
+
+        settings = getattr(self.context, "settings", None)
+        override: Optional[float] = getattr(settings, "duration", None)
+        if override is not None:
+            duration, iterations = override, None
+        if "telemetry" not in kw:
+            kw["telemetry"] = telemetry_factory(self.context)
+        if "telemetry_interval" not in kw and settings is not None:
+            kw["telemetry_interval"] = getattr(settings, "telemetry_interval", None)
+        env = environment_of(self.context, engine)
+        env.update(kw.pop("environment", None) or {})
+        m = measure(engine, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
+        return self.record(m)
 
     @property
     def last(self) -> Measurement:

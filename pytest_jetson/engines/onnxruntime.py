@@ -1,0 +1,118 @@
+"""The onnxruntime backend: real CPU inference on a host (``--jetson-backend onnxruntime``).
+
+For real measurements where no board is present, and for testing the harness and the pools with
+real work. The CPU runs the graph in fp32 whatever precision was asked for; the engine keeps the
+requested precision as its label (so tests and baselines line up) and says so once in a warning.
+"""
+
+import warnings
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..errors import EngineError, ModelError
+from .base import (
+    Engine,
+    check_open_batch,
+    check_precision,
+    engine_name,
+    is_path,
+    make_inputs,
+    model_label,
+    read_onnx_io,
+    resolve_onnx,
+)
+
+_warned_precision = set()
+
+
+def _import_ort() -> Any:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise EngineError(
+            "the onnxruntime backend needs onnxruntime: pip install 'pytest-jetson[onnxruntime]' "
+            "(or pip install onnxruntime)"
+        ) from None
+    return onnxruntime
+
+
+def _rss() -> Optional[int]:
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:  # psutil missing or the platform hides RSS: memory falls back to sizes
+        return None
+
+
+class OnnxRuntimeEngine(Engine):
+    backend = "onnxruntime"
+
+    def __init__(self, model: Any, precision: str = "fp32", batch: int = 1, seed: int = 0,
+                 resolution: Any = None, threads: Optional[int] = None,
+                 providers: Optional[List[str]] = None) -> None:
+        super().__init__()
+        from ..sim.clock import WallClock
+
+        label = model_label(model)
+        where = f"onnxruntime engine {label!r}"
+        self.precision = check_precision(precision, where)
+        self.batch = self.max_batch = check_open_batch(batch, where)
+        self.model = str(model) if is_path(model) else label
+        self.name = engine_name(label, self.precision, self.batch)
+        self.clock = WallClock()
+        self.path = resolve_onnx(model, where, resolution=resolution)
+        self.inputs, self.outputs, fixed = read_onnx_io(self.path, self.batch, where)
+        if fixed is not None and fixed != self.batch:
+            raise EngineError(
+                f"{self.name}: {str(self.path)!r} has a fixed batch of {fixed}; open it with "
+                f"batch={fixed} or export the ONNX with a dynamic batch dimension"
+            )
+        if self.precision != "fp32" and self.precision not in _warned_precision:
+            _warned_precision.add(self.precision)
+            warnings.warn(
+                f"{self.name}: onnxruntime on the CPU runs fp32; precision {self.precision!r} is "
+                "kept as a label only (use the tensorrt backend on a board for reduced precision)",
+                stacklevel=3,
+            )
+
+        ort = _import_ort()
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads is not None:
+            opts.intra_op_num_threads = int(threads)
+        before = _rss()
+        try:
+            self.session = ort.InferenceSession(
+                str(self.path), sess_options=opts, providers=providers or ["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/... types
+            raise ModelError(
+                f"{self.name}: onnxruntime rejected {str(self.path)!r}: {exc}; check the file with "
+                "`python -m onnx.checker` or re-export it"
+            ) from None
+        self._feeds: Dict[int, Dict[str, np.ndarray]] = {}
+        self._output_names = [o.name for o in self.session.get_outputs()]
+        self._feeds[self.batch] = make_inputs(self.inputs, self.batch, seed)
+        self.seed = seed
+        self.infer(self.batch)  # allocates the arena, so memory counts what a run holds
+        after = _rss()
+        io_bytes = sum(s.nbytes for s in self.inputs + self.outputs)
+        grown = (after - before) if (before is not None and after is not None) else 0
+        self.memory_bytes = int(max(grown, self.path.stat().st_size + io_bytes))
+
+    def _infer(self, batch: int) -> Dict[str, np.ndarray]:
+        if self.closed:
+            raise EngineError(f"{self.name}: infer() on a closed engine")
+        feeds = self._feeds.get(batch)
+        if feeds is None:
+            feeds = self._feeds[batch] = make_inputs(self.inputs, batch, self.seed)
+        values = self.session.run(self._output_names, feeds)
+        return dict(zip(self._output_names, values))
+
+    def close(self) -> None:
+        if not self.closed:
+            self.session = None
+            self._feeds.clear()
+        super().close()

@@ -1,0 +1,144 @@
+"""The simulated backend: an engine on the simulated device.
+
+``infer`` returns zero outputs of the right shapes and dtypes and advances the shared virtual
+clock by the simulator's per-batch latency with its seeded noise, so the harness times it exactly
+as it times a real engine, and a 10 s measurement costs milliseconds.
+"""
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..errors import EngineError, SimulationError
+from .base import (
+    Engine,
+    TensorSpec,
+    check_onnx_path,
+    check_open_batch,
+    check_precision,
+    engine_name,
+    graph_io,
+    is_path,
+    model_label,
+    read_onnx_io,
+)
+
+#: Noise is drawn this many iterations at a time (one numpy call instead of one per infer).
+NOISE_CHUNK = 2048
+
+
+def _zoo_io(name: str, batch: int, resolution: Any) -> Tuple[List[TensorSpec], List[TensorSpec]]:
+    """Inputs/outputs of a zoo model from its structure-only graph (no weights generated)."""
+    from ..models import zoo
+
+    inputs, outputs, _ = graph_io(zoo.build_structure(name, resolution=resolution), batch)
+    return inputs, outputs
+
+
+class SimulatedEngine(Engine):
+    backend = "simulated"
+
+    def __init__(self, model: Any, device: Any, precision: str = "fp16", batch: int = 1,
+                 dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
+                 resolution: Any = None, processes: int = 1) -> None:
+        super().__init__()
+        from ..devices.device import as_device
+        from ..sim.clock import SimClock
+
+        label = model_label(model)
+        where = f"simulated engine {label!r}"
+        self.precision = check_precision(precision, where)
+        self.batch = self.max_batch = check_open_batch(batch, where)
+        self.device = as_device(device)
+        self.model = str(model) if is_path(model) else label
+        self.name = engine_name(label, self.precision, self.batch, dla_core)
+        self.dla_core = dla_core
+        self.resolution = resolution
+        self.processes = int(processes)
+        self.seed = int(seed)
+        self.clock = clock if clock is not None else SimClock()
+        if getattr(self.clock, "kind", None) != "virtual" or not hasattr(self.clock, "advance"):
+            raise EngineError(f"{self.name}: a simulated engine needs a virtual clock (SimClock), "
+                              f"not {self.clock!r}")
+        self.accelerator = "gpu"
+        if dla_core is not None:
+            count = getattr(self.device.profile, "dla_count", 0) or 0
+            if not 0 <= int(dla_core) < count:
+                raise EngineError(
+                    f"{self.name}: {self.device.name} has {count} DLA core(s), so dla_core={dla_core} "
+                    "does not exist; use dla_core=None (GPU)"
+                    + (f" or 0..{count - 1}" if count else "")
+                )
+            self.accelerator = "dla"
+
+        if is_path(model):
+            path = check_onnx_path(model, where)
+            self.inputs, self.outputs, fixed = read_onnx_io(path, self.batch, where)
+            if fixed is not None and fixed != self.batch:
+                raise EngineError(
+                    f"{self.name}: {str(path)!r} has a fixed batch of {fixed}; open it with "
+                    f"batch={fixed} or export the ONNX with a dynamic batch dimension"
+                )
+        else:
+            self.inputs, self.outputs = _zoo_io(label, self.batch, resolution)
+
+        self._predictions: Dict[int, Any] = {}
+        self._noise: Dict[int, Any] = {}
+        self._buffers: Dict[int, Tuple[np.ndarray, int]] = {}
+        self._outputs: Dict[int, Dict[str, np.ndarray]] = {}
+        self.prediction = self._predict(self.batch)
+        self.memory_bytes = self._memory(self.prediction)
+
+    # -- simulation -----------------------------------------------------------------------------
+    def _predict(self, batch: int) -> Any:
+        pred = self._predictions.get(batch)
+        if pred is None:
+            from .. import sim
+
+            try:
+                pred = sim.predict(self.device, self.model, self.precision, batch,
+                                   processes=self.processes, accelerator=self.accelerator,
+                                   resolution=self.resolution)
+            except SimulationError:
+                raise
+            except (KeyError, ValueError) as exc:
+                raise EngineError(f"{self.name}: the simulator cannot run this engine: {exc}") from None
+            self._predictions[batch] = pred
+        return pred
+
+    def _memory(self, pred: Any) -> Optional[int]:
+        per_process = getattr(pred, "memory_per_process", None)
+        if per_process is None and getattr(pred, "memory", None) is not None:
+            per_process = pred.memory / max(1, self.processes)
+        return None if per_process is None else int(per_process)
+
+    def _next_latency(self, batch: int) -> float:
+        buf = self._buffers.get(batch)
+        if buf is None or buf[1] >= len(buf[0]):
+            noise = self._noise.get(batch)
+            if noise is None:
+                from ..sim.noise import LatencyNoise
+
+                # one stream per (seed, batch): another batch size must not shift this one's noise
+                noise = self._noise[batch] = LatencyNoise(self.seed * 1000003 + batch)
+            base = float(self._predict(batch).latency)
+            draws = np.asarray(noise.sample(base, NOISE_CHUNK, t_start=self.clock.now()), dtype=float)
+            buf = (draws, 0)
+        draws, i = buf
+        self._buffers[batch] = (draws, i + 1)
+        return float(draws[i])
+
+    def _infer(self, batch: int) -> Dict[str, np.ndarray]:
+        if self.closed:
+            raise EngineError(f"{self.name}: infer() on a closed engine")
+        self.clock.advance(self._next_latency(batch))
+        out = self._outputs.get(batch)
+        if out is None:
+            out = self._outputs[batch] = {
+                s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in self.outputs
+            }
+        return out
+
+    def expected_latency(self, batch: Optional[int] = None) -> float:
+        """The simulator's mean latency per batch (s), without noise."""
+        return float(self._predict(self.batch if batch is None else batch).latency)
