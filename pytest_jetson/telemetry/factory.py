@@ -1,0 +1,102 @@
+"""``TelemetryFactory``: what the ``telemetry`` fixture, ``perf.measure`` and pools hold.
+
+One factory per session opens the source once (the choice and the reasons for it are then the
+same for every measurement) and hands out a fresh ``Sampler`` per measured window::
+
+    factory = TelemetryFactory(device, clock, source="auto")
+    with factory.sample(interval="50ms") as t:
+        ...
+    t.summary, t.series
+"""
+
+from typing import Any, Callable, List, Optional, Tuple, Union
+
+from .base import Source
+from .sampler import DEFAULT_INTERVAL, Sampler, _detect_reader, parse_interval
+from .select import is_simulated, open_source
+
+
+def _device_attr(device: Any, *names: str) -> Any:
+    for holder in (device, getattr(device, "profile", None)):
+        if holder is None:
+            continue
+        for n in names:
+            value = getattr(holder, n, None)
+            if value is not None and not callable(value):
+                return value
+    return None
+
+
+class TelemetryFactory:
+    """Opens ``source`` ("auto" or a name in ``select.SOURCES``) lazily, once, for ``device``
+    (detected board or simulated profile; anything with ``simulated``, ``power_mode``) and
+    ``clock`` (a ``SimClock`` for a simulated device)."""
+
+    def __init__(
+        self,
+        device: Any = None,
+        clock: Any = None,
+        source: str = "auto",
+        interval: Union[str, float, None] = DEFAULT_INTERVAL,
+        seed: int = 0,
+        workload: Any = None,
+        root: str = "/",
+    ) -> None:
+        self.device = device
+        self.clock = clock
+        self.source_name = source
+        self.interval = parse_interval(interval)
+        self.seed = seed
+        self.workload = workload
+        self.root = root
+        self._opened: Optional[Tuple[Source, List[Tuple[str, str]]]] = None
+
+    @property
+    def simulated(self) -> bool:
+        return is_simulated(self.device, self.clock)
+
+    def open(self) -> Tuple[Source, List[Tuple[str, str]]]:
+        if self._opened is None:
+            self._opened = open_source(
+                self.source_name, device=self.device, clock=self.clock, workload=self.workload,
+                root=self.root, seed=self.seed,
+            )
+        return self._opened
+
+    @property
+    def source(self) -> Source:
+        return self.open()[0]
+
+    @property
+    def tried(self) -> List[Tuple[str, str]]:
+        return list(self.open()[1])
+
+    def _readers(self) -> Tuple[Callable[[], Any], Callable[[], Any]]:
+        if self.simulated:
+            device = self.device
+            return (lambda: _device_attr(device, "power_mode")), (lambda: _device_attr(device, "jetson_clocks"))
+        return _detect_reader("read_power_mode"), _detect_reader("read_jetson_clocks")
+
+    def sample(
+        self,
+        interval: Union[str, float, None] = None,
+        items: Optional[int] = None,
+        workload: Any = None,
+    ) -> Sampler:
+        """A new ``Sampler`` on the session's source (use it as a context manager). For a
+        simulated device, ``workload`` (a Prediction) is the load for the whole window; or call
+        ``sampler.set_load(workload, t_start, t_end)`` inside the window."""
+        source, tried = self.open()
+        mode_reader, clocks_reader = self._readers()
+        sampler = Sampler(
+            source,
+            interval=self.interval if interval is None else interval,
+            clock=self.clock,
+            items=items,
+            tried=tried,
+            power_mode_reader=mode_reader,
+            jetson_clocks_reader=clocks_reader,
+            max_gpu_clock_mhz=_device_attr(self.device, "max_gpu_clock_mhz", "gpu_max_clock_mhz"),
+            workload=workload,
+        )
+        return sampler

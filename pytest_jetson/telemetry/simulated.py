@@ -1,0 +1,173 @@
+"""The ``simulated`` source: what a simulated Jetson's sensors would have read, on virtual time.
+
+The workload is a duck-typed object (the simulator's ``Prediction`` fits) with:
+
+* ``power`` (W, board, under load) and ``idle_power`` (W; default 40 % of ``power``);
+* ``gpu_util``: a fraction (0..1) or a percent (above 1 is read as percent);
+* ``gpu_clock_mhz`` under load, optionally ``max_gpu_clock_mhz`` (the mode's maximum: a lower
+  ``gpu_clock_mhz`` reads as throttling) and ``idle_gpu_clock_mhz``;
+* ``memory`` (bytes in use under load) and optionally ``idle_memory`` (bytes; default 0);
+* optionally ``thermal_resistance_c_per_w``, ``thermal_tau_s`` and ``ambient_c``.
+
+Before and after a load window the board idles; during it, it runs the workload. Temperature
+follows a first-order thermal model, ``dT/dt = (ambient + R * P - T) / tau``, carried across
+windows, so back-to-back runs start warm. Noise is small, Gaussian and seeded; memory has none
+(allocations are deterministic).
+"""
+
+import math
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+
+from .base import Reading, Source
+
+AMBIENT_C = 25.0
+#: Module plus heatsink and fan: about 3 C per W above ambient (an Orin Nano dev kit at 15 W
+#: settles near 70 C), with a time constant of tens of seconds.
+THERMAL_RESISTANCE_C_PER_W = 3.0
+THERMAL_TAU_S = 40.0
+POWER_NOISE = 0.01
+UTIL_NOISE_PCT = 0.5
+TEMP_NOISE_C = 0.1
+IDLE_POWER_FRACTION = 0.4
+IDLE_CLOCK_FRACTION = 0.3
+
+
+def _attr(obj: Any, name: str, default: Optional[float] = None) -> Optional[float]:
+    value = getattr(obj, name, None) if obj is not None else None
+    return default if value is None else float(value)
+
+
+def util_percent(value: Optional[float]) -> Optional[float]:
+    """Utilisation as percent: values up to 1 are fractions, above 1 already percent."""
+    if value is None:
+        return None
+    return float(value) * 100.0 if float(value) <= 1.0 else float(value)
+
+
+class SimulatedSource(Source):
+    """Generates readings for ``[start, end]`` of virtual time on ``clock`` (a ``SimClock``)."""
+
+    name = "simulated"
+    virtual = True
+    power_basis = "simulated board power"
+    memory_scope = "simulated memory in use"
+
+    def __init__(self, clock: Any, workload: Any = None, seed: int = 0, ambient_c: Optional[float] = None) -> None:
+        self.clock = clock
+        self.workload = workload
+        self.seed = int(seed)
+        self._rng = np.random.default_rng(self.seed)
+        self.ambient_c = ambient_c if ambient_c is not None else _attr(workload, "ambient_c", AMBIENT_C)
+        #: (t_start, t_end or None, workload): what runs when.
+        self.windows: List[Tuple[float, Optional[float], Any]] = []
+        start = float(clock.now()) if clock is not None else 0.0
+        self._thermal_t = start
+        self._temp = self._steady(self._idle_power(workload))
+
+    # -- the load API --------------------------------------------------------------------------
+    def set_load(self, workload: Any, t_start: float, t_end: Optional[float] = None) -> None:
+        """``workload`` runs from ``t_start`` to ``t_end`` (None: until ``end_load``)."""
+        self.windows.append((float(t_start), None if t_end is None else float(t_end), workload))
+        if self.workload is None:
+            self.workload = workload
+
+    def end_load(self, t_end: float) -> None:
+        """Close every open load window at ``t_end``."""
+        self.windows = [(a, float(t_end) if b is None else b, w) for a, b, w in self.windows]
+
+    def max_gpu_clock_mhz(self) -> Optional[float]:
+        wl = self.workload if self.workload is not None else (self.windows[-1][2] if self.windows else None)
+        return _attr(wl, "max_gpu_clock_mhz")
+
+    # -- the model -----------------------------------------------------------------------------
+    def _idle_power(self, wl: Any) -> float:
+        if wl is None:
+            return 3.0
+        return _attr(wl, "idle_power", IDLE_POWER_FRACTION * (_attr(wl, "power", 7.5) or 7.5)) or 0.0
+
+    def _steady(self, power: float, wl: Any = None) -> float:
+        r = _attr(wl, "thermal_resistance_c_per_w", THERMAL_RESISTANCE_C_PER_W)
+        return float(self.ambient_c + r * power)
+
+    def _tau(self, wl: Any) -> float:
+        return _attr(wl, "thermal_tau_s", THERMAL_TAU_S) or THERMAL_TAU_S
+
+    def _active(self, t: float) -> Any:
+        """The workload running at ``t``, or None when idle (the latest window wins)."""
+        for a, b, wl in reversed(self.windows):
+            if a <= t and (b is None or t < b):
+                return wl
+        return None
+
+    def _state(self, t: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
+        """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``."""
+        wl = self._active(t)
+        base = self.workload if self.workload is not None else (self.windows[-1][2] if self.windows else None)
+        if wl is None:
+            idle_clock = _attr(base, "idle_gpu_clock_mhz")
+            if idle_clock is None and base is not None:
+                top = _attr(base, "max_gpu_clock_mhz") or _attr(base, "gpu_clock_mhz")
+                idle_clock = None if top is None else IDLE_CLOCK_FRACTION * top
+            return self._idle_power(base), _attr(base, "idle_memory", 0.0) or 0.0, 0.0, idle_clock, 2.0, None
+        util = util_percent(_attr(wl, "gpu_util"))
+        emc = util_percent(_attr(wl, "emc_util"))
+        if emc is None and util is not None:
+            emc = 0.5 * util
+        return (
+            _attr(wl, "power", 0.0) or 0.0,
+            _attr(wl, "memory", 0.0) or 0.0,
+            util,
+            _attr(wl, "gpu_clock_mhz"),
+            emc,
+            wl,
+        )
+
+    def _advance_thermal(self, t: float) -> None:
+        """Carry the die temperature from the last time it was computed to ``t``, exactly for
+        piecewise-constant power (boundaries at the load windows' edges)."""
+        if t <= self._thermal_t:
+            return
+        edges = sorted({x for a, b, _ in self.windows for x in (a, b) if x is not None and self._thermal_t < x < t})
+        cur = self._thermal_t
+        for nxt in edges + [t]:
+            power, _, _, _, _, wl = self._state(cur)
+            target = self._steady(power, wl)
+            self._temp = target + (self._temp - target) * math.exp(-(nxt - cur) / self._tau(wl))
+            cur = nxt
+        self._thermal_t = t
+
+    def generate(self, start: float, end: float, interval: float) -> List[Reading]:
+        """Readings at ``start``, ``start + interval``, ... up to ``end`` (inclusive)."""
+        if end < start:
+            return []
+        n = int(math.floor((end - start) / interval + 1e-9)) + 1
+        times = [start + i * interval for i in range(n)]
+        if times[-1] < end - 1e-12:
+            times.append(end)
+        self._advance_thermal(start)
+        out: List[Reading] = []
+        rng = self._rng
+        for t in times:
+            self._advance_thermal(t)
+            power, memory, util, clock, emc, _ = self._state(t)
+            p = max(0.0, power * (1.0 + POWER_NOISE * rng.standard_normal()))
+            u = None if util is None else float(np.clip(util + UTIL_NOISE_PCT * rng.standard_normal(), 0.0, 100.0))
+            temp = self._temp + TEMP_NOISE_C * rng.standard_normal()
+            out.append(
+                Reading(
+                    t=t,
+                    board_power_w=p,
+                    rails_w={"VDD_IN": p},
+                    memory_bytes=memory,
+                    gpu_util=u,
+                    gpu_clock_mhz=clock,
+                    emc_util=emc,
+                    temps_c={"gpu": temp, "cpu": temp - 1.5, "tj": temp + 0.5},
+                )
+            )
+        return out
+
+    def collect(self, now: float) -> List[Reading]:
+        return []
