@@ -98,6 +98,8 @@ class Net:
             arr = np.zeros(shape, np.float32)
         elif init == "arange":
             arr = np.arange(count, dtype=np.float32).reshape(shape)
+        elif init == "small":
+            arr = self.rng.uniform(0.05, 0.2, size=shape).astype(np.float32)
         elif init == "uniform01":
             arr = self.rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
         else:
@@ -116,6 +118,15 @@ class Net:
         self.inits.append(numpy_helper.from_array(arr, name))
         self.shapes[name] = tuple(arr.shape)
         return name
+
+    def const_node(self, name: str, value) -> str:
+        """A constant as a Constant node (what torch emits for tensors computed in forward)."""
+        from onnx import numpy_helper
+
+        arr = np.asarray(value)
+        out = self.node("Constant", [], arr.shape, name, value=numpy_helper.from_array(arr, name + ".value"))
+        self.shapes[out] = tuple(arr.shape)
+        return out
 
     def node(self, op: str, inputs: Sequence[str], out_shape: Shape, name: str,
              n_out: int = 1, out_shapes: List[Shape] | None = None, **attrs) -> str:
@@ -156,9 +167,12 @@ class Net:
         return self.node("Conv", inputs, (cout, oh, ow), name, kernel_shape=[kh, kw],
                          strides=[sh, sw], pads=[ph, pw, ph, pw], dilations=[dh, dw], group=groups)
 
-    def bn(self, x: str, name: str = "bn", eps: float = 1e-5) -> str:
+    def bn(self, x: str, name: str = "bn", eps: float = 1e-5, residual: bool = False) -> str:
+        """``residual``: the last norm of a residual branch gets a small random scale, so random
+        weights do not double the activations' variance at every block (fp16 engines of
+        resnet152 would overflow)."""
         c = self.shapes[x][0]
-        scale = self.weight(name + ".weight", (c,), "uniform01")
+        scale = self.weight(name + ".weight", (c,), "small" if residual else "uniform01")
         b = self.weight(name + ".bias", (c,), "zeros")
         # running statistics are buffers, not parameters (torchvision's counts exclude them)
         mean = self.weight(name + ".running_mean", (c,), "zeros", trainable=False)
@@ -219,8 +233,9 @@ class Net:
             return x  # identity at the default resolution, as in a torch export
         if h % out == 0 and w % out == 0 and h // out == w // out:
             return self.avgpool(x, h // out, h // out, name=name)
-        ph = self.const(name + ".rows", _adaptive_matrix(h, out))
-        pw = self.const(name + ".cols", _adaptive_matrix(w, out).T.copy())
+        # Constant nodes, not initializers: fixed averaging weights are not parameters
+        ph = self.const_node(name + ".rows", _adaptive_matrix(h, out))
+        pw = self.const_node(name + ".cols", _adaptive_matrix(w, out).T.copy())
         y = self.node("MatMul", [x, pw], (c, h, out), name + ".w")
         return self.node("MatMul", [ph, y], (c, out, out), name + ".h")
 

@@ -21,7 +21,7 @@ def _basic_block(net: Net, x: str, planes: int, stride: int, name: str) -> str:
     y = net.conv(x, planes, 3, stride, 1, bias=False, name=name + ".conv1")
     y = net.relu(net.bn(y, name=name + ".bn1"), name=name + ".relu1")
     y = net.conv(y, planes, 3, 1, 1, bias=False, name=name + ".conv2")
-    y = net.bn(y, name=name + ".bn2")
+    y = net.bn(y, name=name + ".bn2", residual=True)
     if stride != 1 or cin != planes:
         x = net.conv(x, planes, 1, stride, 0, bias=False, name=name + ".downsample.0")
         x = net.bn(x, name=name + ".downsample.1")
@@ -41,7 +41,7 @@ def _bottleneck(net: Net, x: str, planes: int, stride: int, name: str, groups: i
     y = net.conv(y, width, 3, stride, d, groups=groups, dilation=d, bias=False, name=name + ".conv2")
     y = net.relu(net.bn(y, name=name + ".bn2"), name=name + ".relu2")
     y = net.conv(y, out, 1, 1, 0, bias=False, name=name + ".conv3")
-    y = net.bn(y, name=name + ".bn3")
+    y = net.bn(y, name=name + ".bn3", residual=True)
     if stride != 1 or cin != out:
         x = net.conv(x, out, 1, stride, 0, bias=False, name=name + ".downsample.0")
         x = net.bn(x, name=name + ".downsample.1")
@@ -250,7 +250,7 @@ def mobilenet_v2(net: Net) -> None:
             y = net.conv(y, hidden, 3, stride, 1, groups=hidden, bias=False, name=f"{name}.conv.{j}.0")
             y = net.relu6(net.bn(y, name=f"{name}.conv.{j}.1"), name=f"{name}.conv.{j}.2")
             y = net.conv(y, c, 1, bias=False, name=f"{name}.conv.{j + 1}")
-            y = net.bn(y, name=f"{name}.conv.{j + 2}")
+            y = net.bn(y, name=f"{name}.conv.{j + 2}", residual=stride == 1 and cin == c)
             x = net.add(x, y, name=name + ".add") if stride == 1 and cin == c else y
             idx += 1
     x = net.conv(x, 1280, 1, bias=False, name="features.18.0")

@@ -17,16 +17,18 @@ from .builder import Net
 _EPS = 1e-3  # Ultralytics' BatchNorm2d(eps=0.001)
 
 
-def _conv(net: Net, x: str, c2: int, k: int = 1, s: int = 1, name: str = "conv") -> str:
+def _conv(net: Net, x: str, c2: int, k: int = 1, s: int = 1, name: str = "conv",
+          residual: bool = False) -> str:
     y = net.conv(x, c2, k, s, k // 2, bias=False, name=name + ".conv")
-    return net.silu(net.bn(y, name=name + ".bn", eps=_EPS), name=name + ".act")
+    return net.silu(net.bn(y, name=name + ".bn", eps=_EPS, residual=residual), name=name + ".act")
 
 
 def _bottleneck(net: Net, x: str, c2: int, shortcut: bool, name: str) -> str:
     c1 = net.shape(x)[0]
     y = _conv(net, x, c2, 3, 1, name + ".cv1")  # e=1.0 inside C2f
-    y = _conv(net, y, c2, 3, 1, name + ".cv2")
-    return net.add(x, y, name=name + ".add") if shortcut and c1 == c2 else y
+    add = shortcut and c1 == c2
+    y = _conv(net, y, c2, 3, 1, name + ".cv2", residual=add)
+    return net.add(x, y, name=name + ".add") if add else y
 
 
 def _c2f(net: Net, x: str, c2: int, n: int, shortcut: bool, name: str) -> str:

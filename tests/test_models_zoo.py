@@ -1,0 +1,227 @@
+"""The zoo: architectures match their references (parameter counts, published MACs), build
+valid runnable ONNX, cache safely across processes, and analyse without generating weights."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from pytest_jetson.errors import ModelError
+from pytest_jetson.models import zoo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# sum(p.numel() for p in model.parameters()) of torchvision (Ultralytics for yolov8n, unfused).
+PARAMS = {
+    "resnet18": 11_689_512,
+    "resnet34": 21_797_672,
+    "resnet50": 25_557_032,
+    "resnet101": 44_549_160,
+    "resnet152": 60_192_808,
+    "resnext50_32x4d": 25_028_904,
+    "vgg16": 138_357_544,
+    "vgg19": 143_667_240,
+    "alexnet": 61_100_840,
+    "squeezenet1_1": 1_235_496,
+    "densenet121": 7_978_856,
+    "shufflenet_v2_x1_0": 2_278_604,
+    "mobilenet_v2": 3_504_872,
+    "fcn_resnet50": 32_957_013,  # aux_loss=None; 35,322_218 with the aux classifier
+    "yolov8n": 3_157_200,
+    # Ours (torchvision has none): resnet18 backbone at output stride 32 (BasicBlock cannot
+    # dilate) = 11,176,512 + FCNHead(512, 21) = 589,824 + 256 + 2,709.
+    "fcn_resnet18": 11_769_301,
+}
+
+# Published multiply-adds in GMACs at the default input: torchvision's model tables ("GFLOPS"
+# there are multiply-adds) and Ultralytics' 8.7 GFLOPs (= 2 x MACs) for yolov8n at 640.
+PUBLISHED_GMACS = {
+    "resnet18": 1.81, "resnet34": 3.66, "resnet50": 4.09, "resnet101": 7.80, "resnet152": 11.51,
+    "resnext50_32x4d": 4.23, "vgg16": 15.47, "vgg19": 19.63, "alexnet": 0.71,
+    "squeezenet1_1": 0.35, "densenet121": 2.83, "mobilenet_v2": 0.30,
+    # torchvision rounds to 0.14; the ShuffleNet V2 paper lists 146 M for the 1.0x model
+    "shufflenet_v2_x1_0": 0.146,
+    "yolov8n": 8.7 / 2,
+}
+
+
+def test_names_lists_the_whole_zoo():
+    assert zoo.names() == sorted(PARAMS)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_parameter_count_equals_the_reference(name):
+    assert zoo.stats(name).params == PARAMS[name]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_GMACS))
+def test_macs_match_published_figures_within_3_percent(name):
+    gmacs = zoo.stats(name).macs / 1e9
+    assert gmacs == pytest.approx(PUBLISHED_GMACS[name], rel=0.03)
+
+
+def test_fcn_resnet50_macs_match_torchvision_with_its_aux_head():
+    # torchvision's 152.72 GFLOPS is for the weights with the aux classifier (aux_loss=True):
+    # FCNHead(1024, 21) on layer3's 65x65 output adds 3x3x1024x256 + 256x21 MACs per pixel.
+    aux = 65 * 65 * (3 * 3 * 1024 * 256 + 256 * 21)
+    assert (zoo.stats("fcn_resnet50").macs + aux) / 1e9 == pytest.approx(152.72, rel=0.03)
+
+
+def test_default_resolutions():
+    assert zoo.default_resolution("resnet50") == (224, 224)
+    assert zoo.default_resolution("yolov8n") == (640, 640)
+    assert zoo.default_resolution("fcn_resnet50") == (520, 520)
+    assert zoo.stats("yolov8n").output_shapes == [(1, 84, 8400)]
+    assert zoo.stats("fcn_resnet18").output_shapes == [(1, 21, 520, 520)]
+    assert zoo.stats("resnet50").input_shape == (1, 3, 224, 224)
+
+
+def test_other_resolutions_change_shapes_and_macs():
+    small = zoo.stats("resnet50", resolution=112)
+    assert small.input_shape == (1, 3, 112, 112)
+    assert small.params == PARAMS["resnet50"]
+    assert small.macs < zoo.stats("resnet50").macs / 3
+    assert zoo.stats("yolov8n", resolution=(320, 480)).output_shapes == [(1, 84, 40 * 60 + 20 * 30 + 10 * 15)]
+    # vgg's adaptive pool to 7x7 for a 3x3 feature map keeps the classifier's shape
+    assert zoo.stats("vgg16", resolution=96).params == PARAMS["vgg16"]
+
+
+def test_unknown_name_lists_the_zoo():
+    with pytest.raises(ModelError) as err:
+        zoo.build("resnet51")
+    assert "resnet51" in str(err.value) and "resnet50" in str(err.value) and "yolov8n" in str(err.value)
+    with pytest.raises(ModelError, match="resnet51"):
+        zoo.path("resnet51")
+    with pytest.raises(ModelError, match="resnet51"):
+        zoo.stats("resnet51")
+
+
+def test_yolo_resolution_must_be_a_multiple_of_32():
+    with pytest.raises(ModelError, match="multiple of 32"):
+        zoo.stats("yolov8n", resolution=300)
+
+
+def test_too_small_resolution_is_a_model_error():
+    with pytest.raises(ModelError, match="resnet18"):
+        zoo.stats("resnet18", resolution=8)
+
+
+def test_build_is_deterministic():
+    a = zoo.build("squeezenet1_1", resolution=64).SerializeToString()
+    b = zoo.build("squeezenet1_1", resolution=64).SerializeToString()
+    assert a == b
+
+
+RUNNABLE = [
+    ("resnet18", 64, (2, 1000)),
+    ("squeezenet1_1", 64, (2, 1000)),
+    ("mobilenet_v2", 96, (2, 1000)),
+    ("shufflenet_v2_x1_0", 64, (2, 1000)),
+    ("densenet121", 64, (2, 1000)),
+    ("yolov8n", 320, (2, 84, 2100)),
+    ("fcn_resnet18", 96, (2, 21, 96, 96)),
+]
+
+
+@pytest.mark.parametrize("name,resolution,shape", RUNNABLE)
+def test_small_models_pass_full_check_and_run_in_onnxruntime(name, resolution, shape):
+    ort = pytest.importorskip("onnxruntime")
+    model = zoo.build(name, resolution=resolution)
+    onnx.checker.check_model(model, full_check=True)
+    assert model.opset_import[0].version == 17
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).random((2, 3, resolution, resolution), dtype=np.float32)
+    (out,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    assert out.shape == shape
+    assert np.isfinite(out).all()
+    # the analysis of the real graph agrees with the structure-only one
+    stats = zoo.stats(name, resolution=resolution, batch=2)
+    assert stats.output_shapes == [shape]
+    from pytest_jetson.models.graph import analyze
+    full = analyze(model, batch=2)
+    assert (full.params, full.macs, full.flops) == (stats.params, stats.macs, stats.flops)
+
+
+def test_fixed_batch_build_has_a_static_batch_dimension():
+    model = zoo.build("squeezenet1_1", resolution=64, batch=4)
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_value == 4
+
+
+def test_stats_never_generates_weights():
+    zoo._stats.cache_clear()
+    tracemalloc.start()
+    try:
+        stats = zoo.stats("vgg19")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert stats.weight_bytes > 500e6  # the weights it describes...
+    assert peak < 50e6  # ...are never allocated
+    structure = zoo.build_structure("vgg19")
+    assert structure.ByteSize() < 1e6
+
+
+def test_path_writes_once_and_reuses(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_JETSON_CACHE", str(tmp_path))
+    p = zoo.path("squeezenet1_1", resolution=64)
+    assert p.parent.parent == tmp_path and p.exists()
+    mtime = p.stat().st_mtime_ns
+    assert zoo.path("squeezenet1_1", resolution=64) == p
+    assert p.stat().st_mtime_ns == mtime
+    model = onnx.load(str(p))
+    onnx.checker.check_model(model, full_check=True)
+    assert zoo.path("squeezenet1_1", resolution=64, batch=2) != p
+    assert [f for f in os.listdir(p.parent) if f.endswith(".tmp")] == []
+
+
+def test_path_publishes_complete_files_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_JETSON_CACHE", str(tmp_path))
+    real_replace = os.replace
+    seen = []
+
+    def checking_replace(src, dst):
+        # at publication time the target does not exist yet and the temp file is complete
+        assert not os.path.exists(dst)
+        onnx.checker.check_model(onnx.load(src))
+        seen.append(dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(zoo.os, "replace", checking_replace)
+    p = zoo.path("squeezenet1_1", resolution=64)
+    assert seen == [str(p)]
+
+
+def test_concurrent_processes_get_the_same_complete_file(tmp_path):
+    code = textwrap.dedent("""
+        import sys
+        from pytest_jetson.models import zoo
+        print(zoo.path("squeezenet1_1", resolution=64))
+    """)
+    env = dict(os.environ, PYTEST_JETSON_CACHE=str(tmp_path),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    paths = {o[0].strip() for o in outs}
+    assert len(paths) == 1
+    data = Path(paths.pop()).read_bytes()
+    assert data == zoo.build("squeezenet1_1", resolution=64).SerializeToString()
+    assert not [f for f in os.listdir(tmp_path / "models") if f.endswith(".tmp")]
+
+
+def test_cache_dir_defaults_to_user_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv("PYTEST_JETSON_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if sys.platform.startswith("linux"):
+        assert zoo.cache_dir() == tmp_path / "pytest-jetson"
+    assert zoo.cache_dir().name == "pytest-jetson"
