@@ -39,13 +39,12 @@ def _check_plan(name: str, duration: Optional[float], iterations: Any) -> Tuple[
             except (TypeError, ValueError):
                 raise ConfigError(f"{name}: iterations={iterations!r} is not a whole number; "
                                   "pass e.g. iterations=1000") from None
-        if iterations < 0:
-            raise ConfigError(f"{name}: iterations={iterations} is negative; pass e.g. iterations=1000")
     dur_zero = duration is not None and duration <= 0
     it_zero = iterations is not None and iterations <= 0
     if (dur_zero and (iterations is None or it_zero)) or (it_zero and (duration is None or dur_zero)):
         raise ConfigError(
-            f"{name}: duration and iterations are both zero, so nothing would be measured; pass "
+            f"{name}: duration and iterations are both zero or negative (duration={duration!r}, "
+            f"iterations={iterations!r}), so nothing would be measured; pass "
             "duration='10s' or iterations=1000 (or neither, for an adaptive run until stable)"
         )
     return (None if dur_zero else duration), (None if it_zero else iterations)
@@ -132,7 +131,8 @@ def _run_until(engine: Any, batch: int, now: Callable[[], float], t_start: float
     infer = engine.infer
     prev = t_start
     n = 0
-    limit_t = float("inf") if until_t is None else until_t
+    # a nanosecond of slack: ten virtual 10 ms steps add up to 0.0999..., not 0.1
+    limit_t = float("inf") if until_t is None else until_t - 1e-9
     limit_n = -1 if until_n is None else until_n
     append_lat, append_end = lat.append, ends.append
     if dev is None:
