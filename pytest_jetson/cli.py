@@ -11,6 +11,8 @@ from typing import Dict, List, Optional, Tuple
 #: name -> (module, function, one-line help)
 COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "devices": ("pytest_jetson.devices.cli", "main", "list the known devices and their power modes"),
+    "preflight": ("pytest_jetson.devices.preflight", "main",
+                  "check the board is ready for the perf gate (mode, clocks, idle)"),
     "models": ("pytest_jetson.models.cli", "main", "list the model zoo: parameters, MACs, inputs"),
     "sweep": ("pytest_jetson.sim.cli", "sweep_main",
               "predict a grid of configurations; Pareto front of latency vs energy"),
