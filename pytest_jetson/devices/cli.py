@@ -1,0 +1,190 @@
+"""``pytest-jetson devices``: the known Jetson profiles, their specs and nvpmodel power modes.
+
+Without names it prints one row per device; with names (ids or aliases, as ``--jetson-device``
+takes them) it prints each device's full sheet: aliases, model strings, the power-mode table,
+sources and notes. ``--json`` prints the same selection as data for scripts.
+"""
+
+import argparse
+import json
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..errors import JetsonError
+from .profile import PowerMode, Profile
+from .registry import get, profiles
+
+# A field the public sources do not give is None in the data; the table shows it as a dash so
+# a reader sees "unknown", never a made-up zero.
+MISSING = "-"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pytest-jetson devices",
+        description="List the known Jetson devices: specs and nvpmodel power modes.",
+    )
+    p.add_argument("names", nargs="*",
+                   help="devices to show in full (ids or aliases, e.g. orin-nano, thor); default: all, one row each")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return p
+
+
+def _num(value: Any, fmt: str = "{:g}") -> str:
+    return MISSING if value is None else fmt.format(value)
+
+
+def _memory(p: Profile) -> str:
+    gib = p.memory_bytes / 1024 ** 3
+    return f"{gib:g} GiB"
+
+
+def _modes(p: Profile) -> str:
+    """Mode names in nvpmodel order; the default is starred."""
+    return " ".join(m.name + ("*" if m.name == p.default_power_mode else "") for m in p.power_modes)
+
+
+def mode_to_dict(mode: PowerMode) -> Dict[str, Any]:
+    return mode.to_dict()
+
+
+def profile_to_dict(p: Profile) -> Dict[str, Any]:
+    """A profile as plain data: the fields ``load_profile`` reads, flattened for scripts."""
+    return {
+        "id": p.id,
+        "name": p.name,
+        "family": p.family,
+        "aliases": list(p.aliases),
+        "model_strings": list(p.model_strings),
+        "gpu": {
+            "arch": p.gpu_arch,
+            "compute_capability": p.compute_capability,
+            "sm_count": p.sm_count,
+            "cuda_cores": p.cuda_cores,
+            "tensor_cores": p.tensor_cores,
+            "l2_cache_bytes": p.l2_cache_bytes,
+            "int8_tops_dense": p.int8_tops_dense,
+        },
+        "dla": {"count": p.dla_count, "max_mhz": p.dla_max_mhz},
+        "cpu": {"cores": p.cpu_cores, "model": p.cpu_model, "max_mhz": p.cpu_max_mhz},
+        "memory": {"bytes": p.memory_bytes, "bandwidth_gbs": p.memory_bandwidth_gbs, "type": p.memory_type},
+        "precisions": list(p.precisions),
+        "default_power_mode": p.default_power_mode,
+        "power_modes": [mode_to_dict(m) for m in p.power_modes],
+        "sources": dict(p.sources),
+        "notes": list(p.notes),
+    }
+
+
+def _table(header: Sequence[str], rows: List[Sequence[str]], right: Sequence[int] = ()) -> List[str]:
+    lines = [tuple(header)] + [tuple(r) for r in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = []
+    for i, line in enumerate(lines):
+        cells = [c.rjust(w) if j in right else c.ljust(w) for j, (c, w) in enumerate(zip(line, widths))]
+        out.append("  ".join(cells).rstrip())
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
+
+
+def summary_lines(selection: List[Profile]) -> List[str]:
+    """One row per device: what a user needs to pick a ``--jetson-device`` and a power mode."""
+    header = ("device", "name", "GPU", "CC", "SMs", "cores", "TCs", "DLA", "memory", "GB/s", "power modes (* default)")
+    rows = []
+    for p in selection:
+        rows.append((
+            p.id, p.name, p.gpu_arch, p.compute_capability or MISSING, _num(p.sm_count), _num(p.cuda_cores),
+            _num(p.tensor_cores), str(p.dla_count), _memory(p), _num(p.memory_bandwidth_gbs), _modes(p),
+        ))
+    lines = _table(header, rows, right=(4, 5, 6, 7, 8, 9))
+    lines.append("")
+    lines.append("aliases (any of these, or the id, names the device in --jetson-device):")
+    width = max(len(p.id) for p in selection)
+    lines.extend(f"  {p.id:<{width}}  {', '.join(p.aliases) or MISSING}" for p in selection)
+    lines.append("")
+    lines.append(f"{len(selection)} devices. `pytest-jetson devices NAME` shows one in full "
+                 f"(aliases, clocks per power mode, sources); '{MISSING}' = not in the public sources.")
+    return lines
+
+
+def detail_lines(p: Profile) -> List[str]:
+    """One device's whole sheet, power-mode table included."""
+    lines = [f"{p.id}: {p.name}  (family {p.family})"]
+    lines.append(f"  aliases        {', '.join(p.aliases) or MISSING}")
+    lines.append(f"  model strings  {'; '.join(p.model_strings) or MISSING}")
+    lines.append(
+        f"  GPU            {p.gpu_arch}, compute capability {p.compute_capability or MISSING}, "
+        f"{_num(p.sm_count)} SMs, {_num(p.cuda_cores)} CUDA cores, {_num(p.tensor_cores)} Tensor Cores, "
+        f"L2 {_num(p.l2_cache_bytes and p.l2_cache_bytes // 1024, '{} KiB')}"
+    )
+    lines.append(f"  INT8 (dense)   {_num(p.int8_tops_dense, '{:g} TOPS')}")
+    lines.append(f"  DLA            {p.dla_count}" + (f" x {_num(p.dla_max_mhz)} MHz" if p.dla_count else ""))
+    lines.append(f"  CPU            {_num(p.cpu_cores)} cores, {p.cpu_model or MISSING}, up to {_num(p.cpu_max_mhz)} MHz")
+    lines.append(f"  memory         {_memory(p)} {p.memory_type or ''}, {_num(p.memory_bandwidth_gbs)} GB/s".rstrip())
+    lines.append(f"  precisions     {', '.join(p.precisions)}")
+    lines.append("  power modes:")
+    header = ("id", "mode", "budget W", "GPU MHz", "EMC MHz", "CPUs", "CPU MHz", "DLA MHz", "")
+    rows = []
+    for m in p.power_modes:
+        budget = "none" if m.budget_w is None and m.name.upper().startswith("MAXN") else _num(m.budget_w)
+        rows.append((_num(m.id), m.name, budget, _num(m.gpu_max_mhz), _num(m.emc_max_mhz), _num(m.cpu_online),
+                     _num(m.cpu_max_mhz), _num(m.dla_max_mhz), "default" if m.name == p.default_power_mode else ""))
+    lines.extend("    " + line for line in _table(header, rows, right=(0, 2, 3, 4, 5, 6, 7)))
+    notes = [f"{m.name}: {m.notes}" for m in p.power_modes if m.notes]
+    if notes:
+        lines.append("  mode notes:")
+        lines.extend(f"    {n}" for n in notes)
+    if p.notes:
+        lines.append("  notes:")
+        lines.extend(f"    {n}" for n in p.notes)
+    if p.sources:
+        lines.append("  sources:")
+        lines.extend(f"    {k}: {v}" for k, v in p.sources.items())
+    return lines
+
+
+def _generation(p: Profile) -> tuple:
+    # Compute capability orders the GPU generations (5.3 Nano ... 11.0 Thor); within one, the
+    # smaller module first and the Super firmware right after its base module.
+    try:
+        cc = float(p.compute_capability or "inf")
+    except ValueError:
+        cc = float("inf")
+    return (cc, p.cuda_cores or 0, p.memory_bytes, p.id)
+
+
+def select(names: Optional[Sequence[str]] = None) -> List[Profile]:
+    """The profiles named (ids or aliases, duplicates dropped), or all of them oldest GPU first."""
+    if not names:
+        return sorted(profiles().values(), key=_generation)
+    chosen: List[Profile] = []
+    for name in names:
+        p = get(name)
+        if p not in chosen:
+            chosen.append(p)
+    return chosen
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        selection = select(args.names)
+    except JetsonError as exc:
+        print(f"pytest-jetson devices: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([profile_to_dict(p) for p in selection], indent=2))
+        return 0
+    if args.names:
+        for i, p in enumerate(selection):
+            if i:
+                print()
+            print("\n".join(detail_lines(p)))
+    else:
+        print("\n".join(summary_lines(selection)))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
