@@ -74,3 +74,13 @@ class Source:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+class NullSource(Source):
+    """``none``: sample nothing (telemetry switched off); summaries then hold no figures."""
+
+    name = "none"
+    memory_scope = None  # type: ignore[assignment]
+
+    def collect(self, now: float) -> List[Reading]:
+        return []

@@ -17,7 +17,7 @@ from .select import is_simulated, open_source
 
 
 def _device_attr(device: Any, *names: str) -> Any:
-    for holder in (device, getattr(device, "profile", None)):
+    for holder in (device, getattr(device, "power_mode", None), getattr(device, "profile", None)):
         if holder is None:
             continue
         for n in names:
@@ -96,7 +96,7 @@ class TelemetryFactory:
             tried=tried,
             power_mode_reader=mode_reader,
             jetson_clocks_reader=clocks_reader,
-            max_gpu_clock_mhz=_device_attr(self.device, "max_gpu_clock_mhz", "gpu_max_clock_mhz"),
+            max_gpu_clock_mhz=_device_attr(self.device, "max_gpu_clock_mhz", "gpu_max_mhz"),
             workload=workload,
         )
         return sampler

@@ -105,7 +105,7 @@ class Sampler:
         self.workload = workload
         self.interval = parse_interval(interval)
         self.clock = clock
-        self.items = items
+        self._items = items
         self.tried = list(tried)
         self._power_mode_reader = power_mode_reader or _detect_reader("read_power_mode")
         self._jetson_clocks_reader = jetson_clocks_reader or _detect_reader("read_jetson_clocks")
@@ -242,7 +242,7 @@ class Sampler:
                 f"telemetry source {self.source.name}: skipped {malformed} line(s) it could not read"
                 + (f" (last: {last_bad!r})" if last_bad else "")
             )
-        if not readings:
+        if not readings and self.source.name != "none":
             warns.append(
                 f"telemetry source {self.source.name} gave no samples in {self.end_time - self.start_time:.3g} s"
             )
@@ -286,10 +286,19 @@ class Sampler:
             return Series.from_readings(list(self._readings))
 
     @property
+    def items(self) -> Optional[int]:
+        return self._items
+
+    @items.setter
+    def items(self, n: Optional[int]) -> None:
+        """Inputs processed in the window: the summary then reports energy per item."""
+        self._items = None if n is None else int(n)
+        if self._summary is not None:
+            self._apply_items()
+
+    @property
     def summary(self) -> TelemetrySummary:
         if self._summary is not None:
-            if self.items != self._summary.items:
-                self._apply_items()
             return self._summary
         return summarize(self.series, source=self.source.name, interval=self.interval, tried=self.tried, items=self.items)
 

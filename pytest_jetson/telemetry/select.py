@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Tuple
 from ..errors import ConfigError, TelemetryError
 from .base import Source
 
-SOURCES = ("jtop", "tegrastats", "sysfs", "nvml", "host", "simulated")
+SOURCES = ("jtop", "tegrastats", "sysfs", "nvml", "host", "simulated", "none")
 AUTO_ORDER = ("jtop", "tegrastats", "sysfs", "nvml", "host")
 
 Tried = List[Tuple[str, str]]
@@ -50,6 +50,10 @@ def _build(name: str, clock: Any, workload: Any, root: str, seed: int) -> Tuple[
         from .host import HostSource
 
         return HostSource(), None
+    if name == "none":
+        from .base import NullSource
+
+        return NullSource(), None
     if name == "simulated":
         from .simulated import SimulatedSource
 

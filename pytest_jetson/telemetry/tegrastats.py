@@ -155,7 +155,8 @@ _GPU_NAMES = ("GR3D_FREQ", "GR3D")
 _GPU2_NAMES = ("GR3D2_FREQ",)
 _EMC_NAMES = ("EMC_FREQ", "EMC")
 # Memory fields cut short ("RAM 4722/78") must not pass for a rail or an engine.
-_NOT_ENGINES = ("RAM", "SWAP", "IRAM", "CPU", "cpu", "MTS", "lfb", "cached")
+_NOT_RAILS = ("RAM", "SWAP", "IRAM")
+_NOT_ENGINES = _NOT_RAILS + ("CPU", "cpu", "MTS", "lfb", "cached")
 
 
 def _num(text: Optional[str]) -> Optional[float]:
@@ -268,7 +269,7 @@ def _scan(text: str, sample: Sample) -> None:
             pos = m.end()
             continue
         m = _RAIL.match(text, pos)
-        if m and m.group(1) not in _NOT_ENGINES:
+        if m and m.group(1) not in _NOT_RAILS:
             sample.rails.append(Rail(m.group(1), float(m.group(2)), _num(m.group(3))))
             pos = m.end()
             continue
@@ -381,6 +382,8 @@ class TegrastatsSource(Source):
         from ..errors import TelemetryError
 
         ms = max(1, int(round(interval * 1000)))
+        self._pending, self._ended, self._stopping = [], False, False
+        self.malformed_lines, self.lines, self.last_malformed = 0, 0, None
         try:
             self._proc = subprocess.Popen(
                 [self.executable, "--interval", str(ms)],
