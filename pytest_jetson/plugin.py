@@ -200,6 +200,30 @@ def perf(request):
 # process pools
 # ------------------------------------------------------------------------------------------------
 # (pool) section
+@pytest.fixture
+def process_pool(request):
+    """Factory running N inference processes over one shared window; returns a PoolMeasurement
+    (record it with ``perf.record(...)``)::
+
+        process_pool("resnet50", processes=4, precision="int8", batch=1, duration="5s")
+        process_pool([("resnet50", {"precision": "int8"}), ("yolov8n", {"processes": 2})])
+
+    A single model runs in 4 processes unless ``processes=`` says otherwise. Real processes on
+    tensorrt/onnxruntime; the simulator's contention model on a simulated device."""
+    from .run.pool import run_pool
+    from .run.pool_spec import is_single
+
+    context = jetson_context(request.config)
+
+    def pool(workloads, processes=None, *, duration="5s", warmup="1s", backend=None, deadline=None,
+             telemetry=None, seed=None, **options):
+        if processes is None and is_single(workloads):
+            processes = 4
+        return run_pool(workloads, context=context, processes=processes, duration=duration,
+                        warmup=warmup, backend=backend, deadline=deadline, telemetry=telemetry,
+                        seed=seed, **options)
+
+    return pool
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,315 @@
+"""Process pools: N inference processes on one board, measured over one shared window.
+
+The research behind pytest-jetson runs 1, 2, 4 and 8 processes at once and watches per-process
+throughput, memory and latency fall; ``run_pool`` is that experiment as one call::
+
+    from pytest_jetson.run.pool import run_pool
+    m = run_pool("resnet50", processes=4, precision="int8", batch=1, duration="5s")
+    m.throughput, m.per_process_throughput.min, m.start_skew, m.workers[0].latency_p99
+
+    run_pool([("resnet50", {"precision": "int8"}), ("yolov8n", {"processes": 2})])  # 3 tenants
+
+Real backends (tensorrt, onnxruntime) run real ``spawn``-ed processes (``pool_procs``): each
+opens its engine before a barrier, all warm up together, leave a second barrier together and
+measure the same window; engine builds are never in the window. On the simulated device the pool
+is the simulator's contention model (``pool_sim``), with no processes and the same result shape.
+
+The result is a ``PoolMeasurement``: the pool's latencies are every worker's latencies pooled,
+its items the sum, its duration the common window (the workers' mean window), so ``throughput``
+is the aggregate; ``workers`` holds each worker's own Measurement; ``start_skew`` is the spread
+of the workers' window starts (0 on the simulated device); ``telemetry`` is one sampler run in
+the parent over the whole window (the host source sees the workers as the parent's children).
+"""
+
+from typing import Any, Dict, List, Optional
+
+from ..errors import ConfigError
+from ..units import format_duration, parse_duration
+from .measurement import Measurement, PoolMeasurement
+from .pool_spec import WorkerSpec, worker_specs
+
+BACKENDS = ("tensorrt", "onnxruntime", "simulated")
+#: Default time limit of the whole pool (engine builds included) beyond warm-up plus window.
+DEFAULT_DEADLINE_S = 900.0
+#: Threads per onnxruntime session in a pool worker: one, so N processes mean N busy cores and
+#: the pool measures process contention rather than thread oversubscription.
+ORT_THREADS = 1
+
+
+def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend: Optional[str] = None,
+             processes: Optional[int] = None, duration: Any = "5s", warmup: Any = "1s",
+             deadline: Any = None, clock: Any = None, seed: Optional[int] = None,
+             telemetry: Any = None, **options: Any) -> PoolMeasurement:
+    """Run ``workloads`` as a pool and return its PoolMeasurement.
+
+    ``workloads``: a model (zoo name or ONNX path) or ``(model, options)`` repeated
+    ``processes`` times (default 1), or a list of workloads, one process each (an entry's
+    ``"processes"`` option repeats it). ``options`` (``precision=``, ``batch=``, ...) apply to
+    every workload that does not set them. ``context``: the session's Context (device, backend,
+    clock, seed, ``--jetson-duration``, telemetry settings); explicit arguments win over it.
+    ``deadline``: time limit of the whole run, engine builds included (default 15 min plus
+    warm-up and window); a worker still busy then is reported as hung. ``seed`` (default: the
+    context's, else 0) seeds the simulated noise, a different stream per worker. ``telemetry``:
+    None (the context's source, none without a context), "none", a source name, a
+    ``TelemetryFactory`` or a sampler.
+    """
+    specs = worker_specs(workloads, processes, options)
+    settings = getattr(context, "settings", None)
+    window = _window(duration, settings)
+    warm = parse_duration(warmup, "process_pool warmup") or 0.0
+    if window < warm:
+        raise ConfigError(
+            f"process_pool: the window ({format_duration(window)}) is shorter than the warm-up "
+            f"({format_duration(warm)}); a pool measures after every worker has warmed up, so pass "
+            f"a duration of at least the warm-up, or a shorter warmup= such as '{_short(window)}'"
+        )
+    dev = _device(device, context)
+    back = backend or getattr(context, "backend", None) or ("simulated" if dev.simulated else "tensorrt")
+    if back not in BACKENDS:
+        raise ConfigError(f"process_pool: backend {back!r} is not one of {', '.join(BACKENDS)}")
+    if seed is None:
+        seed = int(getattr(context, "seed", 0) or 0)
+    limit = parse_duration(deadline, "process_pool deadline")
+    if limit is None:
+        limit = DEFAULT_DEADLINE_S + warm + window
+    elif limit <= 0:
+        raise ConfigError(f"process_pool: deadline={deadline!r} must be a positive duration such as '10min'")
+    if back == "simulated":
+        return _run_simulated(specs, dev, window, warm, clock, context, seed, telemetry)
+    return _run_processes(specs, dev, back, window, warm, limit, seed, context, telemetry)
+
+
+# -- inputs -----------------------------------------------------------------------------------------
+def _window(duration: Any, settings: Any) -> float:
+    override = getattr(settings, "duration", None)
+    if override is not None:
+        return float(override)
+    window = parse_duration(duration, "process_pool duration")
+    if window is None or window <= 0:
+        raise ConfigError(f"process_pool: duration={duration!r} must be a positive duration such as '5s'")
+    return window
+
+
+def _short(window: float) -> str:
+    return f"{max(window / 5, 0.001) * 1000:.0f}ms"
+
+
+def _device(device: Any, context: Any) -> Any:
+    from ..devices.device import as_device, simulated
+
+    if device is not None:
+        return as_device(device)
+    if context is not None:
+        return context.device
+    return simulated("orin-nano")
+
+
+def _environment(device: Any, backend: str, specs: List[WorkerSpec]) -> Dict[str, Any]:
+    env = dict(device.fingerprint())
+    env.update(backend=backend, processes=len(specs))
+    precisions = {s.precision for s in specs}
+    batches = {s.batch for s in specs}
+    env["precision"] = precisions.pop() if len(precisions) == 1 else "mixed"
+    env["batch"] = batches.pop() if len(batches) == 1 else "mixed"
+    env["workloads"] = [s.describe() for s in specs]
+    return env
+
+
+# -- telemetry --------------------------------------------------------------------------------------
+def _sampler(telemetry: Any, context: Any, device: Any, clock: Any, seed: int) -> Any:
+    """One sampler for the whole pool, or None."""
+    if telemetry is False or telemetry == "none":
+        return None
+    interval = None
+    if telemetry is None:
+        settings = getattr(context, "settings", None)
+        if settings is None or settings.telemetry == "none":
+            return None
+        telemetry, interval = settings.telemetry, settings.telemetry_interval
+    if hasattr(telemetry, "__enter__"):
+        return telemetry
+    if hasattr(telemetry, "sample"):
+        return telemetry.sample() if interval is None else telemetry.sample(interval=interval)
+    if isinstance(telemetry, str):
+        from ..telemetry.factory import TelemetryFactory
+
+        factory = TelemetryFactory(device, clock, source=telemetry, seed=seed,
+                                   **({} if interval is None else {"interval": interval}))
+        return factory.sample()
+    raise ConfigError(
+        f"process_pool: telemetry={telemetry!r} is neither 'none', a source name, a "
+        "TelemetryFactory nor a sampler"
+    )
+
+
+def _finish(sampler: Any, items: int) -> Any:
+    if sampler is None:
+        return None
+    try:
+        sampler.items = items
+    except AttributeError:
+        pass
+    summary = getattr(sampler, "summary", None)
+    return summary() if callable(summary) else summary
+
+
+# -- simulated --------------------------------------------------------------------------------------
+def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: float, clock: Any,
+                   context: Any, seed: int, telemetry: Any) -> PoolMeasurement:
+    from ..sim.clock import SimClock
+    from .pool_procs import worker_seed
+    from .pool_sim import SimulatedPlan, simulate_workers
+
+    if clock is None:
+        clock = getattr(context, "clock", None)
+    if clock is None or getattr(clock, "kind", None) != "virtual":
+        clock = SimClock()
+    plan = SimulatedPlan(specs, device)
+    env = _environment(device, "simulated", specs)
+    seeds = [worker_seed(seed, s.index) for s in specs]
+    sampler = _sampler(telemetry, context, device, clock, seed)
+    clock.advance(warm)
+    t0 = clock.now()
+    if sampler is not None:
+        with sampler:
+            if hasattr(sampler, "set_load"):
+                sampler.set_load(plan.load(), t0, t0 + window)
+            workers = simulate_workers(plan, window=window, t_start=t0, seeds=seeds, environment=env)
+            clock.advance(window)
+    else:
+        workers = simulate_workers(plan, window=window, t_start=t0, seeds=seeds, environment=env)
+        clock.advance(window)
+    for w in workers:
+        w.extra["window_start"] = 0.0
+    tele = _finish(sampler, sum(w.items for w in workers))
+    extra = {"warmup": warm, "contention": "homogeneous" if plan.homogeneous else "round-robin mix"}
+    if not plan.homogeneous:
+        extra["load"] = plan.load().to_dict()
+    return assemble(specs, workers, backend="simulated", clock_kind="virtual", window=window,
+                    start_skew=0.0, telemetry=tele, environment=env, extra=extra)
+
+
+# -- real processes ---------------------------------------------------------------------------------
+def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: float, warm: float,
+                   limit: float, seed: int, context: Any, telemetry: Any) -> PoolMeasurement:
+    from ..sim.clock import WallClock
+    from .pool_procs import ProcessPool
+
+    if backend == "onnxruntime":
+        specs = [_with_ort_threads(s) for s in specs]
+    # a host backend on a simulated device: the honest telemetry is the host's, not the model's
+    tele_device = None if getattr(device, "simulated", False) else device
+    sampler = _sampler(telemetry, context, tele_device, WallClock(), seed)
+    state: Dict[str, Any] = {}
+
+    def window_start() -> None:
+        if sampler is not None:
+            sampler.__enter__()
+            state["sampling"] = True
+
+    def window_end() -> None:
+        if state.pop("sampling", False):
+            sampler.__exit__(None, None, None)
+
+    pool = ProcessPool(specs, backend=backend, device=device, duration=window, warmup=warm,
+                       deadline=limit, seed=seed, on_window_start=window_start,
+                       on_window_end=window_end)
+    try:
+        states = pool.run()
+    finally:
+        window_end()
+    env = _environment(device, backend, specs)
+    workers: List[Measurement] = []
+    starts = []
+    for st in states:
+        res = st.result
+        m = Measurement.from_dict(res["measurement"])
+        spec = st.spec
+        m.name = f"worker {spec.index}: {spec.describe()}"
+        m.model = spec.model_name
+        wenv = dict(env)
+        wenv.update(m.environment)
+        wenv.update(precision=spec.precision, batch=spec.batch, model=spec.model_name)
+        m.environment = wenv
+        loaded = st.loaded or {}
+        m.extra.update(
+            worker=spec.index,
+            pid=st.extra.get("pid"),
+            load_s=loaded.get("load_s"),
+            spawn_s=(loaded["t_main"] - st.t_spawn) if "t_main" in loaded else None,
+            # time to ready beyond the engine's own load: interpreter start, imports, pipes
+            startup_overhead_s=(loaded["t_loaded"] - st.t_spawn - loaded["load_s"]) if loaded else None,
+            peak_rss_bytes=res.get("peak_rss"),
+        )
+        starts.append(res.get("t0"))
+        workers.append(m)
+    skew = None
+    if starts and all(t is not None for t in starts):
+        first = min(starts)
+        skew = max(starts) - first
+        for m, t in zip(workers, starts):
+            m.extra["window_start"] = t - first
+        ends = [t + m.duration for m, t in zip(workers, starts)]
+        span = {"window_span_s": max(ends) - first, "window_overlap_s": max(0.0, min(ends) - max(starts))}
+    else:
+        span = {}
+    tele = _finish(sampler, sum(w.items for w in workers))
+    extra: Dict[str, Any] = {"warmup": warm}
+    extra.update(span)
+    if backend == "onnxruntime":
+        extra["threads_per_worker"] = [s.options.get("threads") for s in specs]
+    return assemble(specs, workers, backend=backend, clock_kind="wall", window=window,
+                    start_skew=skew, telemetry=tele, environment=env, extra=extra)
+
+
+def _with_ort_threads(spec: WorkerSpec) -> WorkerSpec:
+    if "threads" in spec.options:
+        return spec
+    options = dict(spec.options)
+    options["threads"] = ORT_THREADS
+    return WorkerSpec(index=spec.index, model=spec.model, options=options, engine_factory=spec.engine_factory)
+
+
+# -- the result -------------------------------------------------------------------------------------
+def pool_name(specs: List[WorkerSpec]) -> str:
+    kinds: Dict[str, int] = {}
+    for s in specs:
+        kinds[s.describe()] = kinds.get(s.describe(), 0) + 1
+    return "pool[" + " + ".join(f"{n}x {k}" for k, n in kinds.items()) + "]"
+
+
+def assemble(specs: List[WorkerSpec], workers: List[Measurement], *, backend: str, clock_kind: str,
+             window: float, start_skew: Optional[float], telemetry: Any, environment: Dict[str, Any],
+             extra: Dict[str, Any]) -> PoolMeasurement:
+    """The PoolMeasurement of ``workers`` (see the module doc for what the pool's figures mean)."""
+    pooled: List[float] = []
+    for w in workers:
+        pooled.extend(w.latencies)
+    durations = [w.duration for w in workers if w.duration > 0]
+    common = sum(durations) / len(durations) if durations else window
+    memories = [w.engine_memory for w in workers]
+    models = []
+    for s in specs:
+        if s.model_name not in models:
+            models.append(s.model_name)
+    precisions = {s.precision for s in specs}
+    batches = {s.batch for s in specs}
+    extra = dict(extra)
+    extra.update(processes=len(workers), window=window, workloads=[s.describe() for s in specs])
+    return PoolMeasurement(
+        name=pool_name(specs),
+        batch=batches.pop() if len(batches) == 1 else min(s.batch for s in specs),
+        latencies=pooled,
+        duration=float(common),
+        items=int(sum(w.items for w in workers)),
+        clock=clock_kind,
+        backend=backend,
+        model="+".join(models),
+        precision=precisions.pop() if len(precisions) == 1 else "mixed",
+        engine_memory=int(sum(memories)) if memories and all(m is not None for m in memories) else None,
+        telemetry=telemetry,
+        environment=environment,
+        extra=extra,
+        workers=workers,
+        start_skew=start_skew,
+    )

@@ -1,0 +1,315 @@
+"""The parent side of a real pool: spawn the workers, watch them, collect or clean up.
+
+Every worker is a ``spawn``-ed process (never ``fork``: a parent that initialised CUDA cannot
+fork safely, and a forked child inherits other threads' held locks). The parent never blocks on a
+barrier itself: it waits on the workers' pipes and process sentinels together, so a worker that
+raises, dies from a signal or hangs is noticed at once, the barriers are broken for the others,
+and every process is terminated, then killed, before ``run`` returns or raises, on
+KeyboardInterrupt too.
+"""
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ..errors import WorkerError
+
+#: Seconds a worker gets, beyond warm-up plus window, to report its result before it counts as hung.
+MIN_GRACE_S = 5.0
+#: Seconds between SIGTERM and SIGKILL when stopping workers.
+TERMINATE_WAIT_S = 2.0
+#: Characters of a worker's output quoted in an error.
+TAIL_CHARS = 2000
+
+
+@dataclass
+class WorkerState:
+    spec: Any
+    process: Any = None
+    conn: Any = None
+    log_path: str = ""
+    t_spawn: float = 0.0
+    loaded: Optional[Dict[str, Any]] = None
+    started: Optional[Dict[str, Any]] = None
+    result: Optional[Dict[str, Any]] = None
+    error: Optional[Dict[str, Any]] = None
+    aborted: bool = False
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - TAIL_CHARS))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return text.strip()
+
+
+def describe_exit(exitcode: Optional[int]) -> str:
+    """A process's exit status in words: 'exit code 1', 'killed by SIGSEGV (signal 11)'."""
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        words = f"killed by {name} (signal {-exitcode})"
+        if name == "SIGKILL":
+            words += "; the kernel's OOM killer sends SIGKILL when memory runs out"
+        return words
+    return f"exit code {exitcode}"
+
+
+class ProcessPool:
+    """Runs one pool of ``WorkerSpec``s to completion; ``run()`` returns the per-worker results
+    (dicts from ``worker.main``) in worker order, or raises ``WorkerError``."""
+
+    def __init__(self, specs: List[Any], *, backend: str, device: Any, duration: float,
+                 warmup: Any, deadline: float, seed: int,
+                 on_window_start: Any = None, on_window_end: Any = None) -> None:
+        self.specs = specs
+        self.backend = backend
+        self.device = device
+        self.duration = duration
+        self.warmup = warmup
+        self.deadline = deadline
+        self.seed = seed
+        self.on_window_start = on_window_start
+        self.on_window_end = on_window_end
+        self.workers: List[WorkerState] = []
+        self._tmpdir: Optional[str] = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def run(self) -> List[WorkerState]:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._tmpdir = tempfile.mkdtemp(prefix="pytest-jetson-pool-")
+        n = len(self.specs)
+        self.loaded_barrier = ctx.Barrier(n)
+        self.start_barrier = ctx.Barrier(n)
+        try:
+            self._start(ctx)
+            self._supervise()
+            return self.workers
+        finally:
+            self._stop_all()
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+    def _start(self, ctx: Any) -> None:
+        from . import worker
+
+        n = len(self.specs)
+        for spec in self.specs:
+            state = WorkerState(spec=spec, log_path=os.path.join(self._tmpdir, f"worker-{spec.index}.log"))
+            run = {
+                "backend": self.backend, "device": self.device, "duration": self.duration,
+                "warmup": self.warmup, "processes": n, "deadline_s": self.deadline,
+                "seed": worker_seed(self.seed, spec.index),
+            }
+            receiver, sender = ctx.Pipe(duplex=False)
+            process = ctx.Process(
+                target=worker.main, name=f"pytest-jetson-pool-{spec.index}",
+                args=(spec, run, sender, self.loaded_barrier, self.start_barrier, state.log_path),
+                daemon=True,
+            )
+            state.process, state.conn = process, receiver
+            self.workers.append(state)
+            state.t_spawn = time.perf_counter()
+            process.start()
+            state.extra["pid"] = process.pid
+            # the child holds its own copy; closing ours lets recv() see EOF when it dies
+            sender.close()
+
+    def _supervise(self) -> None:
+        from multiprocessing.connection import wait
+
+        t_begin = time.perf_counter()
+        hard_deadline = t_begin + self.deadline
+        window_deadline: Optional[float] = None
+        window_reported = False
+        while True:
+            pending = [w for w in self.workers if w.result is None]
+            if not pending:
+                if self.on_window_end is not None:
+                    self.on_window_end()
+                return
+            now = time.perf_counter()
+            limit = hard_deadline if window_deadline is None else min(hard_deadline, window_deadline)
+            if now >= limit:
+                self._fail_hung(pending, now - t_begin, window_deadline is not None and now >= window_deadline)
+            handles: List[Any] = []
+            for w in pending:
+                if w.conn is not None:
+                    handles.append(w.conn)
+                handles.append(w.process.sentinel)
+            ready = wait(handles, timeout=min(limit - now, 0.5))
+            for w in pending:
+                if w.conn is not None and w.conn in ready:
+                    self._receive(w)
+            for w in pending:
+                if w.process.sentinel in ready and w.result is None:
+                    # the pipe may still hold its last words: read them before judging the exit
+                    while w.conn is not None and w.conn.poll():
+                        self._receive(w)
+                    if w.result is None:
+                        w.process.join(1.0)
+                        self._fail(w)
+            for w in self.workers:
+                if w.error is not None:
+                    self._fail(w)
+            if window_deadline is None and all(w.loaded is not None for w in self.workers):
+                # everyone is past the slow part (engine build/load): from here the run is bounded
+                window_deadline = time.perf_counter() + self._window_budget()
+            if not window_reported and all(w.started is not None for w in self.workers):
+                window_reported = True
+                if self.on_window_start is not None:
+                    self.on_window_start()
+
+    def _window_budget(self) -> float:
+        warm = self.warmup if isinstance(self.warmup, (int, float)) else 0.0
+        busy = float(warm) + float(self.duration)
+        return busy + max(MIN_GRACE_S, busy)
+
+    def _receive(self, w: WorkerState) -> None:
+        try:
+            kind, payload = w.conn.recv()
+        except (EOFError, OSError):
+            w.conn = None
+            return
+        if kind == "loaded":
+            w.loaded = payload
+        elif kind == "started":
+            w.started = payload
+        elif kind == "result":
+            w.result = payload
+        elif kind == "error":
+            w.error = payload
+        elif kind == "aborted":
+            w.aborted = True
+
+    # -- failure -------------------------------------------------------------------------------
+    def _break_barriers(self) -> None:
+        for barrier in (self.loaded_barrier, self.start_barrier):
+            try:
+                barrier.abort()
+            except Exception:
+                pass
+
+    def _fail(self, w: WorkerState) -> None:
+        self._break_barriers()
+        if w.error is not None:
+            err = w.error
+            phase = err.get("phase", "")
+            what = "could not open its engine" if phase == "load" else (
+                "raised during the measurement window" if phase == "window" else f"raised during {phase}")
+            # the exit code follows the report by a moment; wait for it briefly
+            w.process.join(TERMINATE_WAIT_S)
+            head = (
+                f"{self._who(w)} {what}: {err.get('type')}: {err.get('message')} "
+                f"[{describe_exit(w.process.exitcode)}]"
+            )
+            tb = "\n".join(err.get("traceback", "").strip().splitlines()[-12:])
+            detail = f"\nworker traceback (last lines):\n{tb}" if tb else ""
+        else:
+            head = f"{self._who(w)} died {self._phase_of(w)}: {describe_exit(w.process.exitcode)}"
+            detail = ""
+        raise WorkerError(head + detail + self._output_of(w) + self._others(w))
+
+    def _fail_hung(self, pending: List[WorkerState], elapsed: float, in_window: bool) -> None:
+        self._break_barriers()
+        # the laggard is the first worker not past the furthest phase any worker reached
+        def progress(w: WorkerState) -> int:
+            return (w.loaded is not None) + (w.started is not None) + (w.result is not None)
+
+        w = min(pending, key=progress)
+        limit = (
+            f"{self._window_budget():.1f} s after every engine was loaded (warm-up + window + grace)"
+            if in_window else f"the pool's deadline of {self.deadline:.1f} s"
+        )
+        self._terminate([w])
+        fix = (" Pass a longer deadline= if the engine build is just slow." if w.loaded is None
+               else "")
+        raise WorkerError(
+            f"{self._who(w)} hung {self._phase_of(w)}: no result within {limit}; stopped it "
+            f"({describe_exit(w.process.exitcode)}).{fix}" + self._output_of(w) + self._others(w)
+        )
+
+    def _who(self, w: WorkerState) -> str:
+        spec = w.spec
+        return (f"pool worker {spec.index} of {len(self.workers)} (model {spec.model!r}, "
+                f"{spec.precision}, batch {spec.batch})")
+
+    @staticmethod
+    def _phase_of(w: WorkerState) -> str:
+        if w.loaded is None:
+            return "while opening its engine"
+        if w.started is None:
+            return "during warm-up, before the window"
+        return "during the measurement window"
+
+    @staticmethod
+    def _output_of(w: WorkerState) -> str:
+        tail = w.tail()
+        if not tail:
+            return "\nworker output: (none)"
+        return f"\nworker output (last {len(tail)} characters):\n{tail}"
+
+    def _others(self, failed: WorkerState) -> str:
+        others = [w for w in self.workers if w is not failed]
+        if not others:
+            return ""
+        return f"\nthe other {len(others)} worker(s) were stopped."
+
+    def _terminate(self, workers: List[WorkerState]) -> None:
+        for w in workers:
+            if w.process is not None and w.process.is_alive():
+                try:
+                    w.process.terminate()
+                except Exception:
+                    pass
+        end = time.perf_counter() + TERMINATE_WAIT_S
+        for w in workers:
+            if w.process is not None:
+                w.process.join(max(0.0, end - time.perf_counter()))
+        for w in workers:
+            if w.process is not None and w.process.is_alive():
+                w.process.kill()
+                w.process.join(TERMINATE_WAIT_S)
+
+    def _stop_all(self) -> None:
+        """Called on every way out: success, WorkerError, KeyboardInterrupt. Idempotent."""
+        if any(w.result is None for w in self.workers):
+            self._break_barriers()
+        # workers that sent their result exit by themselves within moments
+        end = time.perf_counter() + 1.0
+        for w in self.workers:
+            if w.result is not None and w.process is not None:
+                w.process.join(max(0.0, end - time.perf_counter()))
+        self._terminate(self.workers)
+        for w in self.workers:
+            if w.conn is not None:
+                try:
+                    w.conn.close()
+                except Exception:
+                    pass
+            if w.process is not None:
+                try:
+                    w.process.close()
+                except Exception:
+                    pass
+
+
+def worker_seed(seed: int, index: int) -> int:
+    """A worker's own seed: distinct per worker, reproducible per pool seed."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, index]).generate_state(1)[0])

@@ -1,0 +1,222 @@
+"""A pool on the simulated device: the simulator's contention model, no processes.
+
+Jetson GPUs have no MPS, so concurrent processes are time-sliced. For N copies of one model the
+simulator's ``predict(..., processes=N)`` already says how long one iteration of one process takes
+under N-way contention (``latency``), what each process holds (``memory_per_process``) and whether
+they fit at all (``OutOfMemory``).
+
+Mixed pools (different models or options) are combined as round-robin time slicing: in one round
+every worker runs one iteration, so a round lasts the sum of the workers' single-process
+latencies, stretched by the contention overhead the simulator predicts for N processes of each
+worker's own model::
+
+    latency_i = predict(model_i, processes=N).latency * mean_j(L_j) / L_i,   L_j = predict(model_j, 1).latency
+
+For a homogeneous pool this is exactly ``predict(model, processes=N).latency``. A small model
+sharing the board with a big one is slowed by the big one's slices, as on the board. Memory is the
+sum of every worker's own allocation (``memory_per_process`` at N=1, since each process allocates
+its own engine and buffers), checked against the board's memory; board power and GPU utilisation
+are the workers' contended figures weighted by their share of each round.
+
+Each worker's latencies are drawn from ``LatencyNoise`` with its own seed, for as many
+iterations as fit in the window; the shared virtual clock then advances by warm-up plus window.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..errors import SimulationError
+from ..units import format_bytes
+from .measurement import Measurement
+
+
+@dataclass
+class PoolLoad:
+    """What the simulated telemetry source runs during a mixed pool's window (duck-typed like a
+    Prediction: ``power``, ``idle_power``, ``gpu_util``, ``gpu_clock_mhz``, ``memory``)."""
+
+    power: Optional[float]
+    idle_power: Optional[float]
+    gpu_util: Optional[float]
+    gpu_clock_mhz: Optional[float]
+    max_gpu_clock_mhz: Optional[float]
+    memory: Optional[float]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _predict(device: Any, spec: Any, processes: int) -> Any:
+    from .. import sim
+
+    kwargs: Dict[str, Any] = {"processes": processes}
+    if spec.options.get("dla_core") is not None:
+        kwargs["accelerator"] = "dla"
+    if spec.options.get("resolution") is not None:
+        kwargs["resolution"] = spec.options["resolution"]
+    return sim.predict(device, spec.model, spec.precision, spec.batch, **kwargs)
+
+
+def _per_process_memory(pred: Any, processes: int) -> Optional[float]:
+    per = getattr(pred, "memory_per_process", None)
+    if per is None and getattr(pred, "memory", None) is not None:
+        per = pred.memory / max(1, processes)
+    return None if per is None else float(per)
+
+
+def _oom_message(specs: List[Any], device: Any, detail: str) -> str:
+    n = len(specs)
+    kinds = sorted({s.describe() for s in specs})
+    return (
+        f"pool of {n} process(es) ({'; '.join(kinds)}) does not fit in the memory of the "
+        f"simulated {device.name}: {detail}. Fix: fewer processes, a smaller batch, a lower "
+        "precision (int8), or a board with more memory"
+    )
+
+
+class SimulatedPlan:
+    """Per-worker predictions for one pool on the simulated device (see the module doc)."""
+
+    def __init__(self, specs: List[Any], device: Any) -> None:
+        from .. import sim
+
+        self.specs = specs
+        self.device = device
+        n = len(specs)
+        keys = [self._key(s) for s in specs]
+        groups: Dict[Any, Any] = {}
+        for s, k in zip(specs, keys):
+            groups.setdefault(k, s)
+        self.homogeneous = len(groups) == 1
+        oom = getattr(sim, "OutOfMemory", SimulationError)
+        single: Dict[Any, Any] = {}
+        contended: Dict[Any, Any] = {}
+        try:
+            for k, s in groups.items():
+                single[k] = _predict(device, s, 1)
+            per_memory = [_per_process_memory(single[k], 1) for k in keys]
+            if not self.homogeneous:
+                # the simulator checks N copies of one model itself; a mix only we can add up
+                self._check_memory(per_memory)
+            for k, s in groups.items():
+                try:
+                    contended[k] = _predict(device, s, n)
+                except oom:
+                    if self.homogeneous:
+                        raise
+                    # N copies of this model would not fit, but the mix does (checked above):
+                    # take the contention of as many copies as fit.
+                    contended[k] = self._largest_fitting(s, n)
+        except oom as exc:
+            raise SimulationError(_oom_message(specs, device, str(exc))) from None
+        self.single = [single[k] for k in keys]
+        self.contended = [contended[k] for k in keys]
+        if self.homogeneous:
+            per_memory = [_per_process_memory(p, n) for p in self.contended]
+        self.memory = per_memory
+        base = np.array([float(p.latency) for p in self.single])
+        if self.homogeneous:
+            self.latency = [float(p.latency) for p in self.contended]
+        else:
+            mean = float(base.mean())
+            self.latency = [float(c.latency) * mean / b for c, b in zip(self.contended, base)]
+        self.share = list(base / base.sum())
+
+    @staticmethod
+    def _key(spec: Any) -> Any:
+        return (spec.model, spec.precision, spec.batch, spec.options.get("dla_core"),
+                str(spec.options.get("resolution")))
+
+    def _check_memory(self, per_memory: List[Optional[float]]) -> None:
+        known = [m for m in per_memory if m is not None]
+        if not known:
+            return
+        total = sum(known)
+        capacity = float(getattr(self.device.profile, "memory_bytes", 0) or 0)
+        if capacity and total > capacity:
+            raise SimulationError(_oom_message(
+                self.specs, self.device,
+                f"the processes need {format_bytes(total)} in all, the board has {format_bytes(capacity)}",
+            ))
+
+    def _largest_fitting(self, spec: Any, n: int) -> Any:
+        from .. import sim
+
+        oom = getattr(sim, "OutOfMemory", SimulationError)
+        for k in range(n - 1, 0, -1):
+            try:
+                pred = _predict(self.device, spec, k)
+            except oom:
+                continue
+            return pred
+        return _predict(self.device, spec, 1)
+
+    def load(self) -> Any:
+        """The workload the simulated telemetry source runs during the window."""
+        if self.homogeneous:
+            return self.contended[0]
+
+        def weighted(attr: str) -> Optional[float]:
+            values = [getattr(p, attr, None) for p in self.contended]
+            if any(v is None for v in values):
+                return None
+            return float(sum(w * float(v) for w, v in zip(self.share, values)))
+
+        clocks = [getattr(p, "max_gpu_clock_mhz", None) for p in self.contended]
+        memory = [m for m in self.memory if m is not None]
+        return PoolLoad(
+            power=weighted("power"), idle_power=weighted("idle_power"), gpu_util=weighted("gpu_util"),
+            gpu_clock_mhz=weighted("gpu_clock_mhz"),
+            max_gpu_clock_mhz=max((c for c in clocks if c is not None), default=None),
+            memory=float(sum(memory)) if memory else None,
+        )
+
+
+def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
+                     seeds: List[int], environment: Dict[str, Any]) -> List[Measurement]:
+    """One Measurement per worker over ``[t_start, t_start + window]`` of virtual time."""
+    from ..sim.noise import LatencyNoise
+
+    workers = []
+    for spec, base, seed, memory, pred in zip(plan.specs, plan.latency, seeds, plan.memory, plan.contended):
+        noise = LatencyNoise(seed)
+        lat: List[float] = []
+        elapsed = 0.0
+        t = t_start
+        while elapsed < window:
+            # enough draws for the rest of the window (noise is mostly above the mean, so +25%)
+            n = max(16, int(1.25 * (window - elapsed) / base) + 1)
+            draws = np.asarray(noise.sample(base, n, t_start=t), dtype=float)
+            ends = elapsed + np.cumsum(draws)
+            # the harness runs an iteration whenever the window has not ended before it starts
+            starts = ends - draws
+            keep = int(np.searchsorted(starts, window, side="left"))
+            lat.extend(float(x) for x in draws[:keep])
+            if keep:
+                elapsed = float(ends[keep - 1])
+                t = t_start + elapsed
+            if keep < n:
+                break
+        items = len(lat) * spec.batch
+        extra: Dict[str, Any] = {"worker": spec.index, "seed": seed, "mode": "duration"}
+        if hasattr(pred, "to_dict"):
+            extra["prediction"] = pred.to_dict()
+        env = dict(environment)
+        env.update(precision=spec.precision, batch=spec.batch, model=spec.model_name)
+        workers.append(Measurement(
+            name=f"worker {spec.index}: {spec.describe()}",
+            batch=spec.batch,
+            latencies=lat,
+            duration=float(elapsed if lat else window),
+            items=items,
+            clock="virtual",
+            backend="simulated",
+            model=spec.model_name,
+            precision=spec.precision,
+            engine_memory=None if memory is None else int(memory),
+            environment=env,
+            extra=extra,
+        ))
+    return workers

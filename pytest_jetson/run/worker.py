@@ -1,0 +1,201 @@
+"""One pool worker: the code a spawned process runs.
+
+The parent (``pool_procs``) starts it with the ``spawn`` method, so it begins in a fresh
+interpreter: no CUDA context, no threads or locks inherited from a forked parent. Its life:
+
+1. send its output (file descriptors 1 and 2, so C libraries' too) to a log file the parent
+   shows when something goes wrong; a segfault writes the Python traceback there (faulthandler);
+2. open its engine (build or load from the shared cache): not timed;
+3. meet the other workers at the *loaded* barrier, so warm-ups run under the same contention;
+4. warm up (the harness), meet at the *start* barrier, note when it left it, measure the window;
+5. send the Measurement back as a dict and exit.
+
+Every message to the parent is ``(kind, payload)`` on a one-way pipe: ``loaded``, ``started``,
+``result``, ``error``, ``aborted``. The worker ignores SIGINT (Ctrl-C reaches the whole process
+group; the parent alone decides when to stop) and exits by itself when its parent dies.
+"""
+
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Callable, Dict
+
+#: Exit status of a worker that stopped because a sibling failed (broken barrier).
+EXIT_ABORTED = 3
+EXIT_ERROR = 1
+EXIT_ORPHANED = 4
+
+#: When this worker's timed window started (perf_counter), None before it: engines that want to
+#: know (the pool's fakes) read ``window_started()``.
+_window_t0 = None
+
+
+def window_started() -> bool:
+    return _window_t0 is not None
+
+
+def _redirect_output(log_path: str) -> Any:
+    log = open(log_path, "a", buffering=1, encoding="utf-8", errors="replace")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = log
+    sys.stderr = log
+    import faulthandler
+
+    faulthandler.enable(file=log, all_threads=True)
+    return log
+
+
+def _watch_parent() -> None:
+    """Exit when the parent is gone (killed with SIGKILL, say): no worker outlives its pool."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is None:  # pragma: no cover - always set in a spawned child
+        return
+
+    def watch() -> None:
+        parent.join()
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="pool-parent-watch", daemon=True).start()
+
+
+def resolve_factory(factory: Any) -> Callable[..., Any]:
+    """``None`` -> ``open_engine``; ``"pkg.module:function"`` -> that function; a callable as is."""
+    if factory is None:
+        from ..engines import open_engine
+
+        return open_engine
+    if callable(factory):
+        return factory
+    module_name, _, attr = str(factory).partition(":")
+    if not attr:
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            f"engine_factory={factory!r}: write it as 'package.module:function'"
+        )
+    import importlib
+
+    module = importlib.import_module(module_name)
+    return getattr(module, attr)
+
+
+def open_worker_engine(spec: Any, run: Dict[str, Any]) -> Any:
+    """The worker's engine: ``spec.engine_factory`` or ``open_engine`` with the spec's options.
+
+    ``threads`` (onnxruntime's intra-op threads; the pool sets 1) reaches the onnxruntime engine
+    directly where ``open_engine`` does not take it."""
+    factory = resolve_factory(spec.engine_factory)
+    options = dict(spec.options)
+    kwargs = dict(backend=run["backend"], device=run["device"], seed=run["seed"],
+                  processes=run["processes"])
+    if "threads" in options and spec.engine_factory is None and not _accepts(factory, "threads"):
+        threads = options.pop("threads")
+        if run["backend"] == "onnxruntime":
+            from ..engines.onnxruntime import OnnxRuntimeEngine
+
+            return OnnxRuntimeEngine(spec.model, threads=threads, seed=run["seed"], **options)
+    return factory(spec.model, **kwargs, **options)
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _peak_rss() -> Any:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_barrier: Any,
+         log_path: str) -> None:
+    """Entry point of a worker process (``multiprocessing`` target)."""
+    import signal
+    from threading import BrokenBarrierError
+
+    t_main = time.perf_counter()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["PYTEST_JETSON_POOL_WORKER"] = str(spec.index)
+    _redirect_output(log_path)
+    _watch_parent()
+    deadline = t_main + float(run["deadline_s"])
+    phase = "load"
+
+    def remaining() -> float:
+        return max(0.001, deadline - time.perf_counter())
+
+    try:
+        t_load = time.perf_counter()
+        engine = open_worker_engine(spec, run)
+        t_loaded = time.perf_counter()
+        conn.send(("loaded", {"t_main": t_main, "t_loaded": t_loaded, "load_s": t_loaded - t_load}))
+        phase = "loaded barrier"
+        loaded_barrier.wait(remaining())
+
+        from .harness import measure
+
+        started: Dict[str, float] = {}
+
+        def before_window() -> None:
+            global _window_t0
+            start_barrier.wait(remaining())
+            started["t0"] = _window_t0 = time.perf_counter()
+            conn.send(("started", {"t0": started["t0"]}))
+
+        phase = "warm-up"
+        try:
+            measurement = measure(
+                engine, duration=run["duration"], warmup=run["warmup"], before_window=before_window,
+            )
+        finally:
+            phase = "window" if started else phase
+        t_end = time.perf_counter()
+        payload = {
+            "measurement": measurement.to_dict(),
+            "t0": started.get("t0"),
+            "t_end": t_end,
+            "peak_rss": _peak_rss(),
+        }
+        conn.send(("result", payload))
+        try:
+            engine.close()
+        except Exception:  # closing is best effort; the result is already sent
+            traceback.print_exc()
+    except BrokenBarrierError:
+        # a sibling failed and the parent broke the barriers: nothing of ours to report
+        try:
+            conn.send(("aborted", {"phase": phase}))
+        finally:
+            sys.stdout.flush()
+            os._exit(EXIT_ABORTED)
+    except BaseException as exc:  # noqa: B902 - everything goes back to the parent
+        # the traceback goes to the parent in the message, not to the log: the log's tail is
+        # kept for what the engine printed before it failed
+        tb = traceback.format_exc()
+        try:
+            conn.send(("error", {
+                "phase": phase, "type": type(exc).__name__, "message": str(exc), "traceback": tb,
+            }))
+        except Exception:
+            pass
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
+    sys.stdout.flush()
+    conn.close()
