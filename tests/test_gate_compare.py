@@ -1,0 +1,164 @@
+"""Verdicts of bound checks: pure functions of (bound, measurement, baseline)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_jetson.gate import bounds, compare
+from pytest_jetson.gate.baseline import entry_ref, fingerprint, make_entry
+from pytest_jetson.gate.stats import compact, metric_stats, norm_ppf, quantile_of, t_ppf
+from pytest_jetson.run.measurement import Measurement
+
+FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True, "jetpack": None,
+      "tensorrt": None, "jetson_clocks": None}
+
+
+def measurement(scale=1.0, n=2000, seed=0, sigma=0.1, **kw):
+    rng = np.random.default_rng(seed)
+    lat = list(0.01 * scale * rng.lognormal(0, sigma, n))
+    return Measurement(name="m", batch=8, latencies=lat, duration=float(sum(lat)), items=8 * n,
+                       clock="virtual", precision="int8", **kw)
+
+
+def ref_of(m, fp=FP):
+    return entry_ref(make_entry(m, fingerprint(m, fp)), file="baselines/x.json", key="k")
+
+
+def check(text, m, base_m=None, metric="throughput", **kw):
+    b = bounds.parse(metric, text)
+    ref = ref_of(base_m) if base_m is not None else None
+    return compare.check(b, m, ref, fingerprint=fingerprint(m, FP), device="orin-nano-8gb", **kw)
+
+
+def test_norm_and_t_quantiles_match_tables():
+    assert norm_ppf(0.995) == pytest.approx(2.5758, abs=1e-4)
+    assert norm_ppf(0.025) == pytest.approx(-1.95996, abs=1e-4)
+    assert t_ppf(0.975, 10) == pytest.approx(2.228, abs=5e-3)
+    assert t_ppf(0.995, 29) == pytest.approx(2.756, abs=5e-3)
+
+
+def test_compact_sample_keeps_quantiles():
+    x = np.random.default_rng(3).lognormal(0, 0.5, 50_000)
+    c = compact(x)
+    assert len(c) == 200
+    for q in (0.1, 0.5, 0.9, 0.99):
+        assert quantile_of(c, q) == pytest.approx(np.quantile(x, q), rel=0.02)
+
+
+def test_absolute_bound_pass_and_fail_with_interval():
+    m = measurement()
+    ok = check(">= 500/s", m)
+    bad = check(">= 900/s", m)
+    assert ok.outcome == "pass" and bad.outcome == "fail"
+    assert bad.message.startswith("perf bound failed: throughput ")
+    assert "99% CI" in bad.message and ">= 900.0/s" in bad.message
+    assert bad.ci[0] < bad.value < bad.ci[1]
+
+
+def test_a_clear_regression_fails_with_baseline_change_and_significance():
+    v = check("5%", measurement(1.12, seed=2), measurement(seed=1))
+    assert v.outcome == "fail"
+    assert v.change == pytest.approx(1 / 1.12 - 1, abs=0.02)
+    msg = v.message
+    assert "below the baseline" in msg and "tolerance 5%" in msg and "significant (p=" in msg
+    assert "baseline: baselines/x.json recorded" in msg and "orin-nano-8gb, 15W" in msg
+
+
+def test_same_distribution_passes():
+    v = check("5%", measurement(seed=2), measurement(seed=1), metric="latency_p99")
+    assert v.outcome == "pass", v.message
+
+
+def test_small_significant_change_inside_tolerance_passes():
+    v = check("5%", measurement(1.02, n=20000, seed=2), measurement(n=20000, seed=1), metric="latency_mean")
+    assert v.outcome == "pass"
+    assert v.p_value < 0.01
+
+
+def test_too_noisy_to_decide_is_inconclusive():
+    v = check("5%", measurement(1.06, n=30, sigma=0.5, seed=2), measurement(n=30, sigma=0.5, seed=1),
+              metric="latency_mean")
+    assert v.outcome == "inconclusive"
+    assert "measure longer" in v.message
+
+
+def test_improvement_passes_and_says_better():
+    v = check("5%", measurement(0.8, seed=2), measurement(seed=1))
+    assert v.outcome == "pass" and "(better)" in v.message
+
+
+def test_missing_baseline_skips_or_fails():
+    m = measurement()
+    skip = check("5%", m)
+    assert skip.outcome == "skip"
+    assert "no baseline for orin-nano-8gb; record with --jetson-update-baselines" in skip.message
+    assert check("5%", m, missing_baseline="fail").outcome == "fail"
+
+
+def test_environment_mismatch_is_not_compared_unless_allowed():
+    m = measurement(1.5, seed=2)
+    ref = ref_of(measurement(seed=1), dict(FP, power_mode="7W"))
+    b = bounds.parse("throughput", "5%")
+    v = compare.check(b, m, ref, fingerprint=fingerprint(m, FP))
+    assert v.outcome == "skip"
+    assert "power_mode: 7W (baseline) vs 15W (now)" in v.message
+    assert "--jetson-allow-env-mismatch" in v.message
+    forced = compare.check(b, m, ref, fingerprint=fingerprint(m, FP), allow_env_mismatch=True)
+    assert forced.outcome == "fail" and "despite environment differences" in forced.message
+
+
+def test_precision_and_simulated_are_part_of_the_fingerprint():
+    fp_now = fingerprint(measurement(), FP)
+    base = dict(fp_now, precision="fp16", simulated=False)
+    diffs = compare.env_differences(fp_now, base)
+    assert any(d.startswith("precision: fp16 (baseline) vs int8 (now)") for d in diffs)
+    assert any("simulated: real (baseline) vs simulated (now)" in d for d in diffs)
+
+
+def test_metric_nothing_measured_errors_naming_sources_tried():
+    class Tele:
+        source = "host"
+        tried = [("jtop", "jetson-stats is not installed"), ("tegrastats", "not found on PATH")]
+        power_mean_w = None
+
+        def explain_missing(self, metric):
+            return f"no {metric}: " + "; ".join(f"tried {a}: {b}" for a, b in self.tried)
+
+    v = check("<= 10 W", measurement(telemetry=Tele()), metric="power")
+    assert v.outcome == "error"
+    assert "tried jtop: jetson-stats is not installed" in v.message
+    none = check("<= 10 W", measurement(), metric="power")
+    assert none.outcome == "error" and "no telemetry ran" in none.message
+
+
+def test_metrics_without_samples_are_decided_on_values():
+    m_old, m_new = measurement(engine_memory=100 * 2 ** 20), measurement(engine_memory=120 * 2 ** 20)
+    v = check("10%", m_new, m_old, metric="memory")
+    assert v.outcome == "fail" and "decided on the values" in v.message
+
+
+def test_verdict_round_trips_through_dict():
+    v = check("5%", measurement(1.12, seed=2), measurement(seed=1))
+    assert compare.Verdict.from_dict(v.to_dict()) == v
+
+
+def test_stats_se_grows_with_autocorrelation():
+    rng = np.random.default_rng(5)
+    iid = rng.normal(10, 1, 3000)
+    walk = 10 + np.repeat(rng.normal(0, 1, 30), 100) * 0.5 + rng.normal(0, 1, 3000)
+
+    class M:
+        def __init__(self, x):
+            self.x = x
+
+        def metric(self, name):
+            return float(np.mean(self.x))
+
+        def metric_samples(self, name):
+            return list(self.x)
+
+    a = metric_stats(M(iid), "latency_mean")
+    b = metric_stats(M(walk), "latency_mean")
+    assert a.se_log == pytest.approx(1 / math.sqrt(3000) / 10, rel=0.4)
+    assert b.se_log > 2 * a.se_log
