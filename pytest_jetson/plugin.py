@@ -144,6 +144,12 @@ def pytest_configure(config):
         "perf(**bounds): performance bounds checked after the test, absolute ('>= 900/s', "
         "'<= 15 ms', '<= 1.5 GiB', '<= 10 W') or relative to the stored baseline ('5%').",
     )
+    config.addinivalue_line(
+        "markers",
+        "jetson(*devices, dla=False, tensor_cores=False, power_mode=None): run only on these devices "
+        "(names or aliases), on devices with a DLA or tensor cores, or in these power modes; "
+        "skipped elsewhere.",
+    )
     from .context import Context, default_backend
     from .devices.resolve import resolve_device
 
@@ -172,6 +178,45 @@ def pytest_report_header(config):
     return line
 
 
+def _device_matches(device, names, dla, tensor_cores):
+    from .devices.registry import get
+
+    if names:
+        wanted = set()
+        for name in names:
+            try:
+                profile = get(name)
+            except ConfigError as exc:
+                raise pytest.UsageError(f"@pytest.mark.jetson: {exc}") from None
+            wanted.add(profile.id)
+        if device.profile.id not in wanted:
+            return f"runs on {', '.join(sorted(wanted))}; this session tests {device.profile.id}"
+    if dla and not device.profile.has_dla:
+        return f"needs a DLA; {device.profile.name} has none"
+    if tensor_cores and not device.profile.has_tensor_cores:
+        return f"needs tensor cores; {device.profile.name} has none"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    ctx = config.stash.get(CONTEXT_KEY, None)
+    if ctx is None:
+        return
+    for item in items:
+        for mark in item.iter_markers("jetson"):
+            reason = _device_matches(ctx.device, mark.args, mark.kwargs.get("dla", False),
+                                     mark.kwargs.get("tensor_cores", False))
+            modes = mark.kwargs.get("power_mode")
+            if reason is None and modes:
+                modes = [modes] if isinstance(modes, str) else list(modes)
+                if ctx.device.power_mode.name not in modes:
+                    reason = (f"runs in power mode {', '.join(modes)}; this session tests "
+                              f"{ctx.device.power_mode.name} (--jetson-power-mode)")
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=f"jetson: {reason}"))
+                break
+
+
 @pytest.fixture(scope="session")
 def jetson_device(pytestconfig):
     """The Device under test: profile, power mode, simulated or real, and its fingerprint."""
@@ -194,6 +239,61 @@ def perf(request):
     recorder = Recorder(jetson_context(request.config))
     request.node.stash[RECORDER_KEY] = recorder
     return recorder
+
+
+def _close_engines(ctx):
+    for key, engine in list(ctx.engines.items()):
+        if isinstance(key, tuple) and key[:1] == ("trt_engine",):
+            try:
+                engine.close()
+            finally:
+                ctx.engines.pop(key, None)
+
+
+@pytest.fixture
+def trt_engine(request):
+    """Factory: ``trt_engine(model, precision="fp16", batch=1, dla_core=None, **opts)`` returns an
+    engine for a zoo name or an ONNX path, built once per session for the same arguments. The
+    backend follows the session (tensorrt on a board, simulated elsewhere, or --jetson-backend)."""
+    from .engines import open_engine
+
+    ctx = jetson_context(request.config)
+
+    def factory(model, precision="fp16", batch=1, dla_core=None, **opts):
+        key = ("trt_engine", str(model), precision, batch, dla_core,
+               tuple(sorted((k, repr(v)) for k, v in opts.items())))
+        engine = ctx.engines.get(key)
+        if engine is None or getattr(engine, "closed", False):
+            if not any(isinstance(k, tuple) and k[:1] == ("trt_engine",) for k in ctx.engines):
+                request.config.add_cleanup(lambda: _close_engines(ctx))
+            engine = open_engine(model, backend=ctx.backend, device=ctx.device, precision=precision,
+                                 batch=batch, dla_core=dla_core,
+                                 clock=ctx.clock if ctx.simulated else None, seed=ctx.seed, **opts)
+            ctx.engines[key] = engine
+        return engine
+
+    return factory
+
+
+@pytest.fixture(autouse=True)
+def _jetson_benchmark_clock(request):
+    """``benchmark(engine.infer, batch)`` on a simulated engine times on the virtual clock."""
+    if "benchmark" in request.fixturenames:
+        from .engines import benchmark_timer
+
+        try:
+            benchmark_timer.install(request.getfixturevalue("benchmark"))
+        except pytest.FixtureLookupError:
+            pass  # pytest-benchmark disabled (-p no:benchmark) and nobody else defines it
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config, machine_info):
+    ctx = config.stash.get(CONTEXT_KEY, None)
+    if ctx is not None:
+        from .engines import benchmark_timer
+
+        machine_info["jetson"] = benchmark_timer.machine_info(ctx)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -120,3 +120,45 @@ def test_import_pytest_jetson_alone_is_light():
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_jetson_marker_skips_other_devices_and_modes(host):
+    host.makepyfile(test_marks="""
+        import pytest
+
+        @pytest.mark.jetson("agx-orin")
+        def test_agx():
+            pass
+
+        @pytest.mark.jetson("orin-nano")
+        def test_nano():
+            pass
+
+        @pytest.mark.jetson(dla=True)
+        def test_dla():
+            pass
+
+        @pytest.mark.jetson(power_mode="7W")
+        def test_7w():
+            pass
+    """)
+    result = host.runpytest("test_marks.py", "-rs", "--jetson-device", "orin-nano")
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines([
+        "*jetson: runs on agx-orin-64gb; this session tests orin-nano-8gb",
+        "*jetson: needs a DLA; Jetson Orin Nano 8GB has none",
+        "*jetson: runs in power mode 7W; this session tests 15W (--jetson-power-mode)",
+    ])
+
+
+def test_jetson_marker_with_an_unknown_device_is_a_usage_error(host):
+    host.makepyfile(test_marks="""
+        import pytest
+
+        @pytest.mark.jetson("orin-nanoo")
+        def test_x():
+            pass
+    """)
+    result = host.runpytest("test_marks.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: @pytest.mark.jetson: unknown Jetson device 'orin-nanoo'*"])
