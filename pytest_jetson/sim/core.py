@@ -1,0 +1,210 @@
+"""The model's arithmetic, vectorised over configurations: one code path for predict and sweep.
+
+Per kernel the roofline time is max(A/f, B/bw) (A math cycles, B bytes, f the clock, bw the DRAM
+bandwidth). Summed over a network that is (1/bw) * g(f/bw) with g piecewise in f/bw, so each
+(precision, batch) engine is stored once as its kernels' breakpoints sorted, with prefix sums:
+evaluating any clock and bandwidth is one binary search, whatever the number of kernels. That is
+what lets DVFS be solved by bisection over hundreds of thousands of configurations at once.
+"""
+
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .workload import Costs
+
+_SPAN = 80.0          # log(a/b) is clipped to +-_SPAN ...
+_OFFSET = 4 * _SPAN   # ... so that each table's keys occupy their own band of one sorted array
+
+BOUNDS = ("compute", "memory", "launch", "contention")
+
+
+class Tables:
+    """Kernel lists (one per engine) prepared for fast evaluation of their summed roofline time."""
+
+    def __init__(self, items: List[Costs]) -> None:
+        keys, pa, pb = [], [], []
+        kstart, pstart = [], []
+        tot_a, tot_bytes, n = [], [], []
+        nk = npf = 0
+        for g, c in enumerate(items):
+            a = np.asarray(c.a, float)
+            b = np.maximum(np.asarray(c.b, float), 1e-12)
+            x = np.clip(np.log(np.maximum(a, 1e-300) / b), -_SPAN, _SPAN)
+            order = np.argsort(x, kind="stable")
+            keys.append(x[order] + g * _OFFSET)
+            pa.append(np.concatenate(([0.0], np.cumsum(a[order]))))
+            pb.append(np.concatenate(([0.0], np.cumsum(b[order]))))
+            kstart.append(nk)
+            pstart.append(npf)
+            nk += a.size
+            npf += a.size + 1
+            tot_a.append(float(a.sum()))
+            tot_bytes.append(float(np.sum(c.bytes)))
+            n.append(c.n)
+        self.keys = np.concatenate(keys) if keys else np.zeros(0)
+        self.pa = np.concatenate(pa) if pa else np.zeros(1)
+        self.pb = np.concatenate(pb) if pb else np.zeros(1)
+        self.kstart = np.array(kstart, dtype=np.int64)
+        self.pstart = np.array(pstart, dtype=np.int64)
+        self.size = np.array([c.n for c in items], dtype=np.int64)
+        self.tot_a = np.array(tot_a)
+        self.tot_bytes = np.array(tot_bytes)
+        self.n = np.array(n, dtype=float)
+
+    def eval(self, gid: np.ndarray, f: np.ndarray, bw: np.ndarray):
+        """(math-bound seconds, memory-bound seconds) of table ``gid`` at clock f (Hz), bandwidth bw."""
+        q = np.clip(np.log(f / bw), -_SPAN, _SPAN) + gid * _OFFSET
+        idx = np.searchsorted(self.keys, q, side="right") - self.kstart[gid]
+        idx = np.clip(idx, 0, self.size[gid])
+        p = self.pstart[gid] + idx
+        t_mem = self.pb[p] / bw
+        t_math = (self.tot_a[gid] - self.pa[p]) / f
+        return t_math, t_mem
+
+
+def _safe_div(a, b):
+    return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=np.asarray(b) > 0)
+
+
+def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.ndarray) -> Dict[str, np.ndarray]:
+    """Everything about each configuration at GPU clock ``f`` (Hz)."""
+    bw = cfg["bw"]
+    n_g = cfg["n_gpu"]
+    n_d = cfg["n_dla"]
+    n_all = n_g + n_d
+    has_g = n_g > 0
+    has_d = n_d > 0
+    kc = c["kernel_cycles"]
+    launch = c["launch_us"] * 1e-6 * cfg["cpu_scale"]
+    t_host = (c["host_us"] * 1e-6 + cfg["io_bytes"] / (c["copy_gbs"] * 1e9)) * cfg["cpu_scale"]
+    cores = np.maximum(1.0, cfg["cores"] * c["core_share"])
+    sw = 1.0 + c["switch_frac"] * (n_all - 1)
+
+    # DLA instances: their own engine on a DLA core plus GPU fallback segments.
+    gd, gf = cfg["gid_dla"], cfg["gid_fb"]
+    zero = np.zeros_like(f)
+    if np.any(has_d):
+        gd0 = np.where(has_d, gd, 0)
+        gf0 = np.where(has_d, gf, 0)
+        dm, db = T.eval(gd0, np.maximum(cfg["dla_hz"], 1.0), bw)
+        t_dla = np.where(has_d, dm + db + T.n[gd0] * kc / np.maximum(cfg["dla_hz"], 1.0), 0.0)
+        fm, fb = T.eval(gf0, f, bw)
+        t_fb = np.where(has_d & (T.n[gf0] > 0), fm + fb + T.n[gf0] * kc / f, 0.0)
+        n_tr = cfg["n_tr"]
+        t_launch_d = (T.n[gf0] + n_tr) * launch
+        t1d = np.where(has_d, t_dla + np.maximum(t_fb, t_launch_d) + n_tr * c["dla_transition_us"] * 1e-6
+                       + t_host, 0.0)
+        bytes_d = np.where(has_d, T.tot_bytes[gd0] + T.tot_bytes[gf0], 0.0)
+        phi = np.minimum(0.8, _safe_div(n_d * bytes_d, t1d) / (bw * c["mem_eff"]))
+        u_fb = np.minimum(0.8, _safe_div(n_d * t_fb, t1d))
+    else:
+        t_dla = t_fb = t1d = bytes_d = phi = u_fb = n_tr = t_launch_d = zero
+
+    # GPU instances, slowed by a DLA neighbour's DRAM traffic and GPU fallback segments.
+    gg0 = np.where(has_g, cfg["gid_gpu"], 0)
+    tm, tb = T.eval(gg0, f, bw)
+    k_g = T.n[gg0]
+    t_fixed = k_g * kc / f
+    tm = tm * (1.0 + c["contention"] * phi)
+    tb = tb / (1.0 - phi)
+    t_gpu = tm + tb + t_fixed
+    t_launch = k_g * launch
+    t1 = np.maximum(t_gpu, t_launch) + t_host
+    t_cpu = t_launch + t_host
+    cap = 1.0 - u_fb * (1.0 + c["contention"])
+    solo = t1 * sw
+    gpu_sat = n_g * t_gpu * sw / cap
+    cpu_sat = (n_g * t_cpu + n_d * (t_launch_d + t_host)) / cores
+    T_g = np.maximum(np.maximum(solo, gpu_sat), cpu_sat)
+    T_g = np.where(has_g, T_g, 0.0)
+
+    if np.any(has_d):
+        u_g = np.minimum(1.0, _safe_div(n_g * t_gpu, T_g))
+        wait = n_tr * u_g * 0.5 * _safe_div(t_gpu, np.maximum(k_g, 1.0)) * has_g
+        per_core = np.ceil(_safe_div(n_d, cfg["dla_cores"]))
+        T_d = np.maximum(np.maximum(t1d * sw + wait, per_core * t_dla),
+                         np.maximum(_safe_div(n_d * t_fb * sw, np.maximum(1.0 - u_g, 0.2)), cpu_sat))
+        T_d = np.where(has_d, T_d, 0.0)
+    else:
+        T_d = zero
+
+    batch = cfg["batch"]
+    thr_g = _safe_div(n_g * batch, T_g)
+    thr_d = _safe_div(n_d * batch, T_d)
+    thr = thr_g + thr_d
+    latency = (n_g * T_g + n_d * T_d) / n_all
+    alone = (n_g * t1 + n_d * t1d) / n_all
+    gpu_busy = np.minimum(1.0, _safe_div(n_g * t_gpu, T_g) + _safe_div(n_d * t_fb, T_d))
+    bytes_rate = (_safe_div(n_g * T.tot_bytes[gg0], T_g) * has_g + _safe_div(n_d * bytes_d, T_d)
+                  + thr / batch * cfg["io_bytes"])
+    emc_util = np.minimum(1.0, bytes_rate / bw)
+
+    # Power: idle + CPU (a spinning thread per process) + GPU f*V^2*activity + DRAM + DLA.
+    f_ghz = f / 1e9
+    volt = c["v0"] + c["v1"] * f_ghz
+    math_frac = np.minimum(1.0, _safe_div(T.tot_a[gg0] / f, t_gpu))
+    activity = gpu_busy * (c["gpu_base_frac"] + (1.0 - c["gpu_base_frac"]) * math_frac)
+    p_gpu = c["gpu_w"] * cfg["sm"] * f_ghz * volt * volt * activity
+    p_mem = c["mem_w_per_gbs"] * bytes_rate / 1e9
+    p_cpu = c["cpu_w"] * np.minimum(cfg["cores"], n_all) / cfg["cpu_scale"]
+    p_dla = c["dla_w"] * _safe_div(n_d * t_dla, T_d)
+    power = cfg["idle"] + p_cpu + p_gpu + p_mem + p_dla
+
+    host_part = t_host + np.maximum(0.0, t_launch - t_gpu)
+    contended = (n_all > 1) & (np.maximum(gpu_sat, cpu_sat) > solo * 1.0001)
+    bound = np.where(contended, 3, np.where(host_part > t_gpu, 2, np.where(tm + t_fixed >= tb, 0, 1)))
+    bound = np.where(has_g, bound, np.where(n_all > 1, 3, 0))
+    return {
+        "throughput": thr, "latency": latency, "latency_alone": alone, "power": power,
+        "gpu_util": gpu_busy, "emc_util": emc_util, "bound": bound, "t_gpu": t_gpu,
+        "t_host": t_host, "p_gpu": p_gpu, "p_mem": p_mem, "p_cpu": p_cpu, "p_dla": p_dla,
+        "bytes_rate": bytes_rate,
+    }
+
+
+def evaluate(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float],
+             iterations: int = 24) -> Dict[str, np.ndarray]:
+    """``at_clock`` at each mode's maximum clock, then DVFS: where board power exceeds the mode's
+    budget, the highest clock that meets it (bisection; power grows monotonically with clock)."""
+    f_max = cfg["f_max"]
+    out = at_clock(T, cfg, c, f_max)
+    out["f"] = f_max.copy()
+    out["budget_unmet"] = np.zeros(f_max.shape, bool)
+    budget = cfg["budget"]
+    over = np.isfinite(budget) & (out["power"] > budget)
+    if not np.any(over):
+        return out
+    idx = np.flatnonzero(over)
+    sub = {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == f_max.shape else v) for k, v in cfg.items()}
+    lo = f_max[idx] * c.get("f_floor", 0.1)
+    hi = f_max[idx].copy()
+    lo_out = at_clock(T, sub, c, lo)
+    unmet = lo_out["power"] > sub["budget"]
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        ok = at_clock(T, sub, c, mid)["power"] <= sub["budget"]
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    f_new = np.where(unmet, f_max[idx] * c.get("f_floor", 0.1), lo)
+    fixed = at_clock(T, sub, c, f_new)
+    for k, v in fixed.items():
+        out[k][idx] = v
+    out["f"][idx] = f_new
+    out["budget_unmet"][idx] = unmet
+    return out
+
+
+def percentiles(latency: np.ndarray, alone: np.ndarray):
+    """p50 and p99 of the noise-free per-batch latency: a process's own time plus the wait for other
+    processes' time slices, spread uniformly between none and twice the mean wait."""
+    wait = np.maximum(latency - alone, 0.0)
+    return alone + wait, alone + 1.98 * wait
+
+
+def scalar(d: Dict[str, np.ndarray], i: int = 0) -> Dict[str, float]:
+    return {k: (v[i].item() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+
+
+def optional(x: Optional[float]) -> float:
+    return float("nan") if x is None else float(x)

@@ -1,0 +1,140 @@
+"""``predict``: one configuration on one simulated board -> a ``Prediction``."""
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List
+
+import numpy as np
+
+from ..errors import SimulationError
+from . import core, plan
+from .hardware import resolve
+from .workload import load
+
+
+class OutOfMemory(SimulationError):
+    """The configuration needs more unified memory than the board has."""
+
+    def __init__(self, message: str, needed: float = 0.0, available: float = 0.0) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.available = available
+
+
+@dataclass
+class Prediction:
+    """What the simulated board does for one configuration (SI units: s, B, W, J).
+
+    ``latency`` is the mean time of one batch in one process (including waits for other processes'
+    time slices); ``latency_p50``/``latency_p99`` are quantiles of the noise-free distribution.
+    ``throughput`` counts items per second over all processes; ``energy`` is board J per item.
+    """
+
+    device: str
+    power_mode: str
+    model: str
+    precision: str
+    requested_precision: str
+    accelerator: str
+    batch: int
+    processes: int
+    throughput: float
+    per_process_throughput: float
+    latency: float
+    latency_p50: float
+    latency_p99: float
+    memory: float
+    memory_per_process: float
+    power: float
+    idle_power: float
+    energy: float
+    gpu_clock_mhz: float
+    max_gpu_clock_mhz: float
+    gpu_util: float
+    emc_util: float
+    bound: str
+    notes: List[str] = field(default_factory=list)
+    breakdown: Dict[str, float] = field(default_factory=dict)
+    latency_alone: float = 0.0
+
+    @property
+    def device_id(self) -> str:
+        return self.device
+
+    @property
+    def latency_mean(self) -> float:
+        return self.latency
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["notes"] = list(self.notes)
+        return d
+
+
+def _oom_message(hw, model, precision, batch, processes, per_process, parts, available) -> str:
+    from ..units import format_bytes
+
+    fit = int(available // per_process) if per_process > 0 else 0
+    detail = ", ".join(f"{k} {format_bytes(v)}" for k, v in parts.items())
+    fix = (f"use at most {fit} processes at this batch" if fit >= 1
+           else "use a smaller batch or precision (one process alone does not fit)")
+    return (f"out of memory on {hw.name}: {processes} x {model} ({precision}, batch {batch}) needs "
+            f"{format_bytes(per_process * processes)} ({format_bytes(per_process)} per process: {detail}) "
+            f"but {format_bytes(available)} of unified memory is available; {fix}, or fewer/smaller "
+            "batches")
+
+
+def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, processes: int = 1,
+            power_mode: Any = None, accelerator: str = "gpu", resolution: Any = None) -> Prediction:
+    """Predict throughput, latency, memory, power and energy of ``model`` on a simulated ``device``.
+
+    ``device``: a name, ``Profile`` or ``Device``; ``model``: a zoo name, an ONNX path or
+    ``GraphStats``. Raises ``ConfigError`` for impossible inputs (unknown precision, batch < 1,
+    DLA on a board without one) and ``OutOfMemory`` when the processes do not fit in memory.
+    """
+    batch = plan.check_batch(batch)
+    processes = plan.check_processes(processes)
+    hw = resolve(device, power_mode)
+    notes: List[str] = list(hw.notes)
+    from .hardware import profile_precisions
+
+    p = plan.resolve_precision(hw, precision, profile_precisions(device), notes)
+    n_gpu, n_dla = plan.check_accelerator(accelerator, hw, processes, p)
+    w = load(model, resolution)
+    notes.extend(w.notes)
+    c = plan.device_constants(hw, notes)
+
+    per_process, parts = plan.memory(w, p, batch, c)
+    available = plan.available_memory(hw, c)
+    if per_process * processes > available:
+        raise OutOfMemory(_oom_message(hw, w.name, p, batch, processes, per_process, parts, available),
+                          needed=per_process * processes, available=available)
+
+    engines = plan.Engines(w, hw, c)
+    cfg = plan.stack([plan.config_row(hw, w, engines, p, batch, n_gpu, n_dla, c)])
+    out = core.scalar(core.evaluate(engines.tables, cfg, c))
+    p50, p99 = core.percentiles(np.array([out["latency"]]), np.array([out["latency_alone"]]))
+    if out["budget_unmet"]:
+        notes.append(f"power mode {hw.mode}: board power exceeds the {hw.budget_w} W budget even at the "
+                     "lowest GPU clock modelled")
+    elif out["f"] < hw.gpu_hz * 0.999:
+        notes.append(f"DVFS: {hw.budget_w} W budget caps the GPU at {out['f'] / 1e6:.0f} MHz "
+                     f"(max {hw.gpu_mhz:.0f} MHz)")
+    thr = out["throughput"]
+    for key in ("throughput", "latency", "power"):
+        if not math.isfinite(out[key]) or out[key] <= 0:
+            raise SimulationError(f"the model produced an invalid {key} ({out[key]}) for {w.name} on "
+                                  f"{hw.name}; please report this configuration")
+    acc = str(accelerator).strip().lower().replace(" ", "")
+    breakdown = dict(parts)
+    breakdown.update({k: out[k] for k in ("t_gpu", "t_host", "p_gpu", "p_mem", "p_cpu", "p_dla")})
+    return Prediction(
+        device=hw.device_id, power_mode=hw.mode, model=w.name, precision=p,
+        requested_precision=str(precision), accelerator=acc, batch=batch, processes=processes,
+        throughput=thr, per_process_throughput=thr / processes, latency=out["latency"],
+        latency_p50=float(p50[0]), latency_p99=float(p99[0]), memory=per_process * processes,
+        memory_per_process=per_process, power=out["power"], idle_power=c["idle_w"],
+        energy=out["power"] / thr, gpu_clock_mhz=out["f"] / 1e6, max_gpu_clock_mhz=hw.gpu_mhz,
+        gpu_util=out["gpu_util"], emc_util=out["emc_util"], bound=core.BOUNDS[int(out["bound"])],
+        notes=notes, breakdown=breakdown, latency_alone=out["latency_alone"],
+    )
