@@ -20,11 +20,9 @@ VIRTUAL_PRECISION = 1e-9
 class VirtualTimer:
     """A timer callable reading a virtual clock, named for pytest-benchmark's JSON."""
 
-    __module__ = "pytest_jetson"
-
     def __init__(self, clock: Any) -> None:
         self.clock = clock
-        self.__name__ = "virtual_clock"
+        self.__name__ = "pytest_jetson.virtual_clock"
 
     def __call__(self) -> float:
         return self.clock.now()

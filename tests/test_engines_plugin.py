@@ -1,0 +1,126 @@
+"""The engines' pytest face: the trt_engine fixture, perf.measure, and pytest-benchmark on the
+virtual clock with Jetson machine_info."""
+
+import json
+
+# pytester's in-process runs drop modules first imported inside them; onnx's and onnxruntime's
+# native extensions abort when imported a second time, so they are imported here, once.
+import onnx  # noqa: F401
+import onnxruntime  # noqa: F401
+import pytest
+from fakes.onnx_models import tiny_onnx
+
+
+@pytest.fixture
+def host(pytester, monkeypatch, tmp_path):
+    """A plain host (no board files), a private model cache, and a tiny real ONNX file."""
+    monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path / "empty-root"))
+    monkeypatch.setenv("PYTEST_JETSON_CACHE", str(tmp_path / "cache"))
+    tiny_onnx(pytester.path / "tiny.onnx", features=16)
+    return pytester
+
+
+def test_trt_engine_is_cached_per_session_and_measured_by_perf(host):
+    host.makepyfile(
+        """
+        ENGINES = []
+
+        def test_first(trt_engine, perf):
+            engine = trt_engine("tiny.onnx", precision="fp32", batch=2)
+            ENGINES.append(engine)
+            m = perf.measure(engine, iterations=20, warmup=0)
+            assert perf.measurements == [m]
+            print("M", m.backend, m.iterations, m.items, m.environment["backend"],
+                  m.environment["device"], m.environment["batch"])
+
+        def test_same_args_same_engine(trt_engine):
+            assert trt_engine("tiny.onnx", precision="fp32", batch=2) is ENGINES[0]
+            assert trt_engine("tiny.onnx", precision="fp32", batch=4) is not ENGINES[0]
+        """
+    )
+    result = host.runpytest("-s", "--jetson-backend", "onnxruntime", "--jetson-telemetry", "none")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*M onnxruntime 20 40 onnxruntime orin-nano-8gb 2"])
+
+
+def test_jetson_duration_overrides_the_tests_duration(host):
+    host.makepyfile(
+        """
+        def test_short(trt_engine, perf):
+            m = perf.measure(trt_engine("tiny.onnx", precision="fp32"), duration="30s", warmup=0)
+            assert m.duration < 5
+            print("EXTRA", m.extra["mode"])
+        """
+    )
+    result = host.runpytest("-s", "--jetson-backend", "onnxruntime", "--jetson-duration", "50ms",
+                            "--jetson-telemetry", "none")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*EXTRA duration"])
+
+
+def test_a_missing_model_fails_the_test_with_the_fix(host):
+    host.makepyfile(
+        """
+        def test_missing(trt_engine):
+            trt_engine("models/nope.onnx")
+        """
+    )
+    result = host.runpytest("--jetson-backend", "onnxruntime")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ModelError*nope.onnx*does not exist*"])
+
+
+BENCH = """
+from pytest_jetson.sim.clock import SimClock
+
+
+class FiveMs:
+    '''An engine on a virtual clock: every infer takes exactly 5 ms of simulated time.'''
+
+    backend, name, model, precision, batch = "simulated", "five-ms-b1", "five", "fp16", 1
+
+    def __init__(self):
+        self.clock = SimClock()
+
+    def infer(self, batch=None):
+        self.clock.advance(0.005)
+
+
+def test_engine_infer(benchmark):
+    benchmark(FiveMs().infer, 1)
+
+
+def test_plain_function(benchmark):
+    benchmark(sum, range(10))
+"""
+
+
+def test_pytest_benchmark_times_simulated_engines_on_the_virtual_clock(host):
+    host.makepyfile(BENCH)
+    result = host.runpytest("--benchmark-json", "bench.json", "--benchmark-max-time", "0.02")
+    result.assert_outcomes(passed=2)
+    data = json.loads((host.path / "bench.json").read_text())
+    jetson = data["machine_info"]["jetson"]
+    assert jetson["device"] == "orin-nano-8gb" and jetson["simulated"] is True
+    assert jetson["backend"] == "simulated" and jetson["seed"] == 0
+    by_name = {b["name"]: b for b in data["benchmarks"]}
+    engine = by_name["test_engine_infer"]
+    # exactly the simulated latency, whatever the host's real speed; max-time is virtual too
+    assert engine["stats"]["mean"] == pytest.approx(0.005)
+    assert engine["stats"]["rounds"] == 5
+    assert engine["stats"]["stddev"] == pytest.approx(0.0, abs=1e-12)
+    assert engine["extra_info"]["jetson"]["clock"] == "virtual"
+    assert engine["options"]["timer"] == "pytest_jetson.virtual_clock"
+    plain = by_name["test_plain_function"]
+    assert plain["options"]["timer"] != "pytest_jetson.virtual_clock"
+    assert plain["stats"]["mean"] < 0.005
+
+
+def test_benchmark_disabled_plugin_is_harmless(host):
+    host.makepyfile(
+        """
+        def test_nothing():
+            pass
+        """
+    )
+    host.runpytest("-p", "no:benchmark").assert_outcomes(passed=1)
