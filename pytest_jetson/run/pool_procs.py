@@ -8,6 +8,7 @@ and every process is terminated, then killed, before ``run`` returns or raises, 
 KeyboardInterrupt too.
 """
 
+import functools
 import os
 import shutil
 import signal
@@ -95,7 +96,8 @@ class ProcessPool:
         self._tmpdir = tempfile.mkdtemp(prefix="pytest-jetson-pool-")
         n = len(self.specs)
         self.loaded_barrier = ctx.Barrier(n)
-        self.start_barrier = ctx.Barrier(n)
+        self.start_at = ctx.RawValue("d", 0.0)
+        self.start_barrier = ctx.Barrier(n, action=functools.partial(worker_set_start_time, n))
         try:
             self._start(ctx)
             self._supervise()
@@ -118,7 +120,8 @@ class ProcessPool:
             receiver, sender = ctx.Pipe(duplex=False)
             process = ctx.Process(
                 target=worker.main, name=f"pytest-jetson-pool-{spec.index}",
-                args=(spec, run, sender, self.loaded_barrier, self.start_barrier, state.log_path),
+                args=(spec, run, sender, self.loaded_barrier, self.start_barrier, state.log_path,
+                      self.start_at),
                 daemon=True,
             )
             state.process, state.conn = process, receiver
@@ -306,6 +309,12 @@ class ProcessPool:
                     w.process.close()
                 except Exception:
                     pass
+
+
+def worker_set_start_time(parties: int) -> None:
+    from .worker import set_start_time
+
+    set_start_time(parties)
 
 
 def worker_seed(seed: int, index: int) -> int:

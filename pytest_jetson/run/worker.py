@@ -30,10 +30,32 @@ EXIT_ORPHANED = 4
 #: When this worker's timed window started (perf_counter), None before it: engines that want to
 #: know (the pool's fakes) read ``window_started()``.
 _window_t0 = None
+#: The shared start time (``multiprocessing`` RawValue, perf_counter seconds) the start barrier's
+#: action sets; every worker sleeps until it, so the window starts together even when the
+#: barrier's wake-ups trickle out one by one (they take the barrier's lock in turn).
+_start_at = None
+#: How far ahead of the barrier's release the window starts: time for N wake-ups.
+START_MARGIN_S = 0.002
+START_MARGIN_PER_WORKER_S = 0.001
 
 
 def window_started() -> bool:
     return _window_t0 is not None
+
+
+def set_start_time(parties: int = 0) -> None:
+    """The start barrier's action, run by the last worker to arrive, before anyone is released."""
+    if _start_at is not None:
+        n = parties or 1
+        _start_at.value = time.perf_counter() + START_MARGIN_S + START_MARGIN_PER_WORKER_S * n
+
+
+def _sleep_until(t: float) -> None:
+    while True:
+        left = t - time.perf_counter()
+        if left <= 0:
+            return
+        time.sleep(left)
 
 
 def _redirect_output(log_path: str) -> Any:
@@ -125,12 +147,14 @@ def _peak_rss() -> Any:
 
 
 def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_barrier: Any,
-         log_path: str) -> None:
+         log_path: str, start_at: Any = None) -> None:
     """Entry point of a worker process (``multiprocessing`` target)."""
     import signal
     from threading import BrokenBarrierError
 
+    global _start_at
     t_main = time.perf_counter()
+    _start_at = start_at
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["PYTEST_JETSON_POOL_WORKER"] = str(spec.index)
     _redirect_output(log_path)
@@ -156,6 +180,8 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         def before_window() -> None:
             global _window_t0
             start_barrier.wait(remaining())
+            if _start_at is not None and _start_at.value > 0:
+                _sleep_until(_start_at.value)
             started["t0"] = _window_t0 = time.perf_counter()
             conn.send(("started", {"t0": started["t0"]}))
 
