@@ -121,8 +121,14 @@ class SimulatedEngine(Engine):
 
                 # one stream per (seed, batch): another batch size must not shift this one's noise
                 noise = self._noise[batch] = LatencyNoise(self.seed * 1000003 + batch)
-            base = float(self._predict(batch).latency)
-            draws = np.asarray(noise.sample(base, NOISE_CHUNK, t_start=self.clock.now()), dtype=float)
+            pred = self._predict(batch)
+            t = self.clock.now()
+            if hasattr(noise, "sample_prediction"):
+                # includes the time-slice waits of a contended (processes > 1) prediction
+                draws = noise.sample_prediction(pred, NOISE_CHUNK, t_start=t)
+            else:
+                draws = noise.sample(float(pred.latency), NOISE_CHUNK, t_start=t)
+            draws = np.asarray(draws, dtype=float)
             buf = (draws, 0)
         draws, i = buf
         self._buffers[batch] = (draws, i + 1)
