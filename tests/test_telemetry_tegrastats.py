@@ -228,7 +228,7 @@ def samples(draw):
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(samples())
 def test_well_formed_lines_round_trip(sample):
     line = format_line(sample)

@@ -160,13 +160,14 @@ class Sampler:
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> "Sampler":
+        if not self.virtual:
+            self.source.start(self.interval)
         self._mode_start = self._read_modes()
         self.start_time = self.now()
         self._running = True
         if self.workload is not None:
             self.set_load(self.workload, self.start_time, None)
         if not self.virtual:
-            self.source.start(self.interval)
             self._thread = threading.Thread(target=self._run, name="pytest-jetson-telemetry", daemon=True)
             self._thread.start()
         return self
@@ -218,10 +219,13 @@ class Sampler:
                 self._readings.extend(self.source.collect(self.now()) if self._died is None else [])
             except Exception:
                 pass
-            finally:
-                self.source.stop()
             readings = self._readings
+        # Asked before the source stops: jtop answers these only while connected.
         mode_end = self._read_modes()
+        max_clock = self.source.max_gpu_clock_mhz() or self.max_gpu_clock_mhz
+        trips = self._trip_points()
+        if not self.virtual:
+            self.source.stop()
         gaps: List[Tuple[float, float]] = []
         warns: List[str] = []
         if self._died is not None:
@@ -242,7 +246,7 @@ class Sampler:
                 f"telemetry source {self.source.name}: skipped {malformed} line(s) it could not read"
                 + (f" (last: {last_bad!r})" if last_bad else "")
             )
-        if not readings and self.source.name != "none":
+        if not readings and self.source.name != "none" and self._died is None:
             warns.append(
                 f"telemetry source {self.source.name} gave no samples in {self.end_time - self.start_time:.3g} s"
             )
@@ -257,8 +261,8 @@ class Sampler:
             end=self.end_time,
             power_basis=getattr(self.source, "power_basis", None),
             memory_scope=getattr(self.source, "memory_scope", None),
-            max_gpu_clock_mhz=self.source.max_gpu_clock_mhz() or self.max_gpu_clock_mhz,
-            trip_points_c=self._trip_points(),
+            max_gpu_clock_mhz=max_clock,
+            trip_points_c=trips,
             power_mode=(self._mode_start[0], mode_end[0]),
             jetson_clocks=(self._mode_start[1], mode_end[1]),
             gaps=gaps,

@@ -153,7 +153,9 @@ class SimulatedSource(Source):
             self._advance_thermal(t)
             power, memory, util, clock, emc, _ = self._state(t)
             p = max(0.0, power * (1.0 + POWER_NOISE * rng.standard_normal()))
-            u = None if util is None else float(np.clip(util + UTIL_NOISE_PCT * rng.standard_normal(), 0.0, 100.0))
+            noise = rng.standard_normal()
+            # An idle GPU reads exactly 0 %, as the load file does.
+            u = None if util is None else (0.0 if util == 0 else float(np.clip(util + UTIL_NOISE_PCT * noise, 0.0, 100.0)))
             temp = self._temp + TEMP_NOISE_C * rng.standard_normal()
             out.append(
                 Reading(

@@ -1,0 +1,105 @@
+"""The simulated source: phases, a first-order thermal model and seeded noise on virtual time."""
+
+import types
+
+import numpy as np
+import pytest
+
+from pytest_jetson.devices.device import simulated as simulated_device
+from pytest_jetson.sim.clock import SimClock
+from pytest_jetson.telemetry import TelemetryFactory
+from pytest_jetson.telemetry.sampler import Sampler
+from pytest_jetson.telemetry.simulated import THERMAL_TAU_S, SimulatedSource
+
+
+def workload(**kw):
+    base = dict(power=12.0, idle_power=4.0, gpu_util=0.9, gpu_clock_mhz=612.0, max_gpu_clock_mhz=625.0, memory=2.5e9)
+    base.update(kw)
+    return types.SimpleNamespace(**base)
+
+
+def run(clock, source, idle_before=5.0, load=60.0, idle_after=5.0, wl=None, interval="100ms"):
+    with Sampler(source, interval=interval, clock=clock) as t:
+        clock.advance(idle_before)
+        t.set_load(wl or workload())
+        clock.advance(load)
+        t.end_load()
+        clock.advance(idle_after)
+    return t
+
+
+def test_phases_idle_load_idle():
+    clock = SimClock()
+    t = run(clock, SimulatedSource(clock, seed=1))
+    s, ser = t.summary, t.series
+    assert s.source == "simulated" and s.duration == pytest.approx(70.0)
+    assert len(ser) == 701 and ser.clock == "virtual"
+    idle = ser.elapsed < 5.0
+    load = (ser.elapsed >= 5.0) & (ser.elapsed < 65.0)
+    assert np.mean(ser.board_power_w[idle]) == pytest.approx(4.0, rel=0.02)
+    assert np.mean(ser.board_power_w[load]) == pytest.approx(12.0, rel=0.01)
+    assert np.all(ser.memory_bytes[load] == 2.5e9) and np.all(ser.memory_bytes[idle] == 0)
+    assert np.mean(ser.gpu_util[load]) == pytest.approx(90.0, abs=0.5)  # a fraction read as percent
+    assert s.memory_peak_bytes == 2.5e9
+    assert s.gpu_clock_min_mhz == 612.0 and not s.throttled
+    # Energy: 10 s idle at 4 W + 60 s at 12 W, give or take the noise.
+    assert s.energy_j == pytest.approx(10 * 4.0 + 60 * 12.0, rel=0.01)
+
+
+def test_temperature_follows_a_first_order_lag():
+    clock = SimClock()
+    t = run(clock, SimulatedSource(clock, seed=0), idle_before=0.0, load=600.0, idle_after=0.0, interval="1s")
+    tj = t.series.temps_c["gpu"]
+    start = tj[0]
+    steady = 25.0 + 3.0 * 12.0
+    one_tau = tj[int(THERMAL_TAU_S)]
+    # After one time constant the rise is 1 - 1/e of the way; after 15 it has settled.
+    assert (one_tau - start) / (steady - start) == pytest.approx(1 - np.exp(-1), abs=0.02)
+    assert tj[-1] == pytest.approx(steady, abs=0.5)
+    assert np.all(np.diff(tj[: int(3 * THERMAL_TAU_S)]) > -0.5)
+
+
+def test_heat_carries_over_to_the_next_window():
+    clock = SimClock()
+    src = SimulatedSource(clock, seed=0)
+    first = run(clock, src, idle_before=0, load=60, idle_after=0)
+    second = run(clock, src, idle_before=0, load=60, idle_after=0)
+    assert second.series.temps_c["gpu"][0] > first.series.temps_c["gpu"][0] + 5
+
+
+def test_seeded_noise_is_reproducible_and_percent_accepted():
+    a = run(SimClock(), SimulatedSource(SimClock(), seed=7), wl=workload(gpu_util=90.0)).series
+    clock = SimClock()
+    b = run(clock, SimulatedSource(clock, seed=7), wl=workload(gpu_util=90.0)).series
+    assert np.array_equal(a.board_power_w, b.board_power_w)
+    c = run(SimClock(), SimulatedSource(SimClock(), seed=8)).series
+    assert not np.array_equal(a.board_power_w, c.board_power_w)
+
+
+def test_a_clock_below_the_mode_maximum_reads_as_throttling():
+    clock = SimClock()
+    t = run(clock, SimulatedSource(clock), wl=workload(gpu_clock_mhz=420.0))
+    assert t.summary.throttled and "420 MHz" in t.summary.throttle_reasons[0]
+
+
+def test_no_workload_is_an_idle_board():
+    clock = SimClock()
+    with Sampler(SimulatedSource(clock), interval="100ms", clock=clock) as t:
+        clock.advance(2.0)
+    assert t.summary.samples == 21 and t.summary.power_mean_w == pytest.approx(3.0, rel=0.02)
+    assert t.summary.gpu_util_mean == 0.0
+
+
+def test_factory_on_a_simulated_device_records_mode_and_energy_per_item():
+    device = simulated_device("orin-nano")
+    clock = SimClock()
+    factory = TelemetryFactory(device, clock)
+    with factory.sample(interval="50ms", workload=workload()) as t:
+        clock.advance(10.0)
+    t.items = 2000
+    s = t.summary
+    assert factory.source.name == "simulated" and factory.tried == []
+    assert s.power_mode_start == device.power_mode.name == s.power_mode_end
+    assert s.energy_per_item_j == pytest.approx(s.energy_j / 2000)
+    assert s.power_mean_w == pytest.approx(12.0, rel=0.01)
+    assert s.gpu_clock_max_mode_mhz == 625.0
