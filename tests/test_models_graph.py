@@ -85,7 +85,9 @@ def test_resnet50_kernels_fuse_like_tensorrt():
     # 53 convolutions (BN, ReLU and the residual Add fused in), max pool, global pool, fc
     assert len(kernels) == 56
     assert sum(k.macs for k in kernels) == stats.macs
-    assert sum(k.weight_elems for k in kernels) == stats.weight_elems
+    # BatchNorm folds into the convolution: 4 vectors per channel become one bias
+    bn_channels = sum(x.out_channels for x in stats.layers if x.op_type == "BatchNormalization")
+    assert sum(k.weight_elems for k in kernels) == stats.weight_elems - 3 * bn_channels
     first = kernels[0]
     assert first.layers == ["conv1", "bn1", "relu"] and first.kind == "conv"
     assert first.out_channels == 64 and first.spatial == 112 * 112
@@ -202,3 +204,17 @@ def test_analyze_rejects_other_objects():
         analyze(42)
     with pytest.raises(ModelError):
         analyze(_mlp(), batch=0)
+
+
+def test_peak_activation_follows_fused_execution():
+    stats = zoo.stats("resnet18")
+    # largest live set: the stem's 64x112x112 output while max pool writes 64x56x56
+    assert stats.peak_activation_elems == 64 * 112 * 112 + 64 * 56 * 56
+    assert stats.to_batch(4).peak_activation_elems == 4 * stats.peak_activation_elems
+    # in execution order every kernel's inputs exist before it runs
+    resnet50 = zoo.stats("resnet50")
+    views = {o for x in resnet50.layers if x.free for o in x.outputs}
+    produced = {"input"}
+    for k in resnet50.kernels():
+        assert all(t in produced or t in views for t in k._inputs), k.name
+        produced.update(k._outputs)

@@ -44,6 +44,7 @@ class LayerStats:
     groups: int = 1
     free: bool = False  # no kernel in TensorRT: a view (Reshape, Flatten) or build-time constant
     known: bool = True
+    bias: bool = False  # Conv/Gemm with a bias input
     inputs: List[str] = field(default_factory=list, repr=False)  # activation tensor names
     outputs: List[str] = field(default_factory=list, repr=False)
 
@@ -66,6 +67,8 @@ class KernelStats:
     spatial: int = 1
     groups: int = 1
     params: int = 0
+    _inputs: List[str] = field(default_factory=list, repr=False, compare=False)
+    _outputs: List[str] = field(default_factory=list, repr=False, compare=False)
 
 
 @dataclass
@@ -87,6 +90,17 @@ class GraphStats:
     _kernels: List[KernelStats] | None = field(default=None, repr=False, compare=False)
     _tensor_elems: Dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     _graph_outputs: Tuple[str, ...] = field(default=(), repr=False, compare=False)
+    _inputs: Tuple[str, ...] = field(default=(), repr=False, compare=False)
+    _peak: int | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def peak_activation_elems(self) -> int:
+        """Largest set of activations alive at once (network input included) when the fused
+        kernels run in order: what an engine holds besides its weights, per batch."""
+        if self._peak is None:
+            self._peak = _peak_live(self.kernels(), self.layers, self._tensor_elems, list(self._inputs),
+                                    set(self._graph_outputs))
+        return self._peak
 
     @property
     def gmacs(self) -> float:
@@ -321,6 +335,7 @@ def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
             layer.out_channels = int(out[1])
             layer.spatial = _prod(out[2:])
         layer.groups = int(attrs.get("group", 1))
+        layer.bias = op in ops.HEAD_OPS and len(node.input) > 2 and bool(node.input[2])
         x = in_shapes[0] if in_shapes else None
         layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
         layer.free = op in ops.VIEW_OPS or is_static
@@ -338,7 +353,42 @@ def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
         input_shape=input_shape, output_shapes=outputs,
         weight_elems=sum(x.weight_elems for x in layers), weight_bytes=sum(x.weight_bytes for x in layers),
         bytes_read=sum(x.bytes_read for x in layers), bytes_written=sum(x.bytes_written for x in layers),
+        _inputs=tuple(i.name for i in g.input if i.name not in init_names),
         _skeleton=sk, _tensor_elems=tensor_elems, _graph_outputs=tuple(o.name for o in g.output))
+
+
+def _peak_live(kernels: List[KernelStats], layers: List[LayerStats], elems: Dict[str, int],
+               inputs: List[str], outputs: set) -> int:
+    """Peak of the activations alive at once when the fused kernels run in file order; views
+    (Reshape, Flatten) alias their input instead of allocating."""
+    alias: Dict[str, str] = {}
+
+    def root(n: str) -> str:
+        while n in alias:
+            n = alias[n]
+        return n
+
+    for layer in layers:
+        if layer.free and len(layer.inputs) == 1:
+            for o in layer.outputs:
+                alias[o] = layer.inputs[0]
+    uses: Dict[str, int] = {}
+    for k in kernels:
+        for n in set(root(t) for t in k._inputs):
+            uses[n] = uses.get(n, 0) + 1
+    for n in outputs:
+        uses[root(n)] = uses.get(root(n), 0) + 1
+    live = {n: elems.get(n, 0) for n in inputs}
+    peak = sum(live.values())
+    for k in kernels:
+        for o in k._outputs:
+            live[o] = elems.get(o, 0)
+        peak = max(peak, sum(live.values()))
+        for n in set(root(t) for t in k._inputs):
+            uses[n] = uses.get(n, 0) - 1
+            if uses[n] <= 0:
+                live.pop(n, None)
+    return peak
 
 
 def _prod(shape) -> int:
@@ -364,6 +414,16 @@ def _is_float(dtype: int | None) -> bool:
 # --- TensorRT-style fusion --------------------------------------------------------------------
 
 
+def _folded_weights(group: List[LayerStats]) -> int:
+    """Weights the fused kernel reads: a BatchNorm after a Conv/Gemm folds into its weights and
+    one bias per output channel, as TensorRT does when it builds the engine."""
+    head = group[0]
+    if head.op_type not in ops.HEAD_OPS or not any(x.op_type == "BatchNormalization" for x in group):
+        return sum(x.weight_elems for x in group)
+    rest = sum(x.weight_elems for x in group[1:] if x.op_type != "BatchNormalization")
+    return head.weight_elems + (0 if head.bias else head.out_channels) + rest
+
+
 def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -> List[KernelStats]:
     consumers: Dict[str, List[int]] = {}
     for i, layer in enumerate(layers):
@@ -372,6 +432,7 @@ def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -
     taken = [False] * len(layers)
     index = {id(x): i for i, x in enumerate(layers)}
     kernels: List[KernelStats] = []
+    order: List[int] = []
 
     def sole(t: str) -> int | None:
         c = consumers.get(t, [])
@@ -385,6 +446,7 @@ def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -
         taken[i] = True
         group = [head]
         residual = 0
+        extra_inputs: List[str] = []
         out = head.outputs[0] if len(head.outputs) == 1 else None
         if head.op_type in ops.HEAD_OPS or head.kind == "elementwise":
             stage = {"bn": False, "act": False, "add": False, "post": False}
@@ -418,17 +480,21 @@ def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -
                     stage["add"] = True
                     other = n.inputs[0] if n.inputs[1] == out else n.inputs[1]
                     residual += elems.get(other, 0)
+                    extra_inputs.append(other)
                 else:
                     break
                 taken[nxt] = True
                 group.append(n)
                 out = n.outputs[0] if len(n.outputs) == 1 else None
         last = group[-1]
+        order.append(max(index[id(x)] for x in group))
         kernels.append(KernelStats(
             name=head.name, op_type=head.op_type, kind=head.kind,
             macs=sum(x.macs for x in group), flops=sum(x.flops for x in group),
-            weight_elems=sum(x.weight_elems for x in group),
+            weight_elems=_folded_weights(group),
             input_elems=head.input_elems + residual, output_elems=last.output_elems,
             layers=[x.name for x in group], out_channels=head.out_channels or last.out_channels,
-            spatial=head.spatial, groups=head.groups, params=sum(x.params for x in group)))
-    return kernels
+            spatial=head.spatial, groups=head.groups, params=sum(x.params for x in group),
+            _inputs=list(head.inputs) + extra_inputs, _outputs=list(last.outputs)))
+    # a kernel runs when its last fused layer can: a residual Add waits for the shortcut branch
+    return [k for _, k in sorted(zip(order, kernels), key=lambda p: p[0])]
