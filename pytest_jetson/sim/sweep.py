@@ -1,9 +1,229 @@
-"""placeholder"""
+"""``sweep``: predict a whole grid of configurations at once, vectorised with numpy.
+
+The grid is power modes x batches x processes x precisions x accelerators. Engines are built once
+per (precision, batch); every configuration is then a row of arrays through ``core.evaluate``,
+DVFS included, so a Fulcrum-sized study (273,000 configurations) takes seconds.
+"""
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import core, plan
+from .hardware import profile_precisions, resolve
+from .workload import load
+
+#: Metrics where more is better (Pareto and best-mode searches maximise these).
+HIGHER_BETTER = ("throughput", "per_process_throughput", "gpu_util")
+
+FIELDS = ("device", "power_mode", "model", "precision", "accelerator", "batch", "processes",
+          "throughput", "per_process_throughput", "latency", "latency_p50", "latency_p99",
+          "memory", "memory_per_process", "power", "idle_power", "energy", "gpu_clock_mhz",
+          "max_gpu_clock_mhz", "gpu_util", "emc_util", "bound", "oom")
+
+_CHUNK = 65536
 
 
 class SweepResult:
-    pass
+    """Columns of a sweep (numpy arrays, one entry per configuration) and queries over them.
+
+    Rows have the fields of ``Prediction`` plus ``oom`` (True where the processes do not fit in
+    memory: their other numbers are what the board would do with the memory, and they are left
+    out of ``pareto`` and ``best_mode``).
+    """
+
+    def __init__(self, columns: Dict[str, np.ndarray], labels: Dict[str, List[str]],
+                 meta: Dict[str, Any], notes: List[str]) -> None:
+        self.columns = columns
+        self.labels = labels      # categorical columns: index arrays in columns, names here
+        self.meta = meta          # device, model
+        self.notes = notes
+
+    def __len__(self) -> int:
+        return int(self.columns["throughput"].size)
+
+    def column(self, name: str) -> np.ndarray:
+        if name in self.labels:
+            names = np.array(self.labels[name], dtype=object)
+            return names[self.columns[name]]
+        if name in self.meta:
+            return np.array([self.meta[name]] * len(self), dtype=object)
+        if name not in self.columns:
+            raise ConfigError(f"sweep has no column {name!r}; columns: {', '.join(FIELDS)}")
+        return self.columns[name]
+
+    def subset(self, index: np.ndarray) -> "SweepResult":
+        return SweepResult({k: v[index] for k, v in self.columns.items()}, self.labels, self.meta, self.notes)
+
+    def _row(self, i: int) -> Dict[str, Any]:
+        row: Dict[str, Any] = {}
+        for f in FIELDS:
+            if f in self.meta:
+                row[f] = self.meta[f]
+            elif f in self.labels:
+                row[f] = self.labels[f][int(self.columns[f][i])]
+            else:
+                v = self.columns[f][i]
+                row[f] = bool(v) if f == "oom" else (int(v) if f in ("batch", "processes") else float(v))
+        return row
+
+    def to_rows(self) -> List[Dict[str, Any]]:
+        return [self._row(i) for i in range(len(self))]
+
+    def _key(self, name: str) -> np.ndarray:
+        v = np.asarray(self.column(name), float)
+        return -v if name in HIGHER_BETTER else v
+
+    def pareto(self, x: str = "latency", y: str = "energy") -> "SweepResult":
+        """Configurations no other (fitting) configuration beats on both ``x`` and ``y``, by ``x``."""
+        ok = np.flatnonzero(~self.columns["oom"])
+        if ok.size == 0:
+            return self.subset(ok)
+        kx, ky = self._key(x)[ok], self._key(y)[ok]
+        order = np.lexsort((ky, kx))
+        best = np.minimum.accumulate(ky[order])
+        prev = np.concatenate(([np.inf], best[:-1]))
+        keep = ky[order] < prev
+        return self.subset(ok[order[keep]])
+
+    def best_mode(self, max_latency: Union[None, float, str] = None, metric: str = "energy",
+                  max_power: Union[None, float, str] = None) -> Optional[Dict[str, Any]]:
+        """The row minimising ``metric`` (energy per item) with latency <= ``max_latency`` (seconds or
+        "5ms") and power <= ``max_power``; None when nothing meets the budget."""
+        from ..units import parse_duration
+
+        ok = ~self.columns["oom"]
+        if max_latency is not None:
+            limit = parse_duration(max_latency, "max latency") if isinstance(max_latency, str) else float(max_latency)
+            ok &= self.columns["latency"] <= limit
+        if max_power is not None:
+            ok &= self.columns["power"] <= float(str(max_power).rstrip("Ww ").strip())
+        idx = np.flatnonzero(ok)
+        if idx.size == 0:
+            return None
+        return self._row(int(idx[np.argmin(self._key(metric)[idx])]))
 
 
-def sweep(*a, **k):
-    raise NotImplementedError
+def _as_list(value: Any, default: Sequence[Any]) -> List[Any]:
+    if value is None:
+        return list(default)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        return [value]
+    return list(value)
+
+
+def _modes(device: Any, power_modes: Any) -> List[Any]:
+    from ..devices.device import Device, as_device
+    from ..devices.profile import PowerMode
+
+    dev = as_device(device)
+    if power_modes is None:
+        return [dev]
+    if isinstance(power_modes, str) and power_modes.strip().lower() == "all":
+        return [as_device(dev, m.name) for m in dev.profile.power_modes]
+    out = []
+    for m in _as_list(power_modes, []):
+        if isinstance(m, PowerMode):  # a synthetic mode (a study of clocks the profile does not list)
+            out.append(Device(profile=dev.profile, power_mode=m, simulated=True))
+        else:
+            out.append(as_device(dev, m))
+    return out
+
+
+def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (1,), processes: Any = (1,),
+          power_modes: Any = None, accelerators: Any = ("gpu",), resolution: Any = None) -> SweepResult:
+    """Every combination of the lists on one device and model. ``power_modes``: names, ids,
+    ``PowerMode`` objects, "all", or None (the default mode)."""
+    devices = _modes(device, power_modes)
+    hws = [resolve(d) for d in devices]
+    notes: List[str] = []
+    for hw in hws:
+        for n in hw.notes:
+            if n not in notes:
+                notes.append(n)
+    hw0 = hws[0]
+    w = load(model, resolution)
+    notes.extend(w.notes)
+    c = plan.device_constants(hw0, notes)
+    precs = [plan.resolve_precision(hw0, p, profile_precisions(devices[0]), notes)
+             for p in _as_list(precisions, ["fp16"])]
+    precs = list(dict.fromkeys(precs))
+    bats = [plan.check_batch(b) for b in _as_list(batches, [1])]
+    procs = [plan.check_processes(n) for n in _as_list(processes, [1])]
+    accs = [str(a).strip().lower().replace(" ", "") for a in _as_list(accelerators, ["gpu"])]
+
+    engines = plan.Engines(w, hw0, c)
+    # (precision, batch, accelerator, processes) combos that are valid, with their engine ids.
+    combos = []
+    for a in accs:
+        for p in precs:
+            for b in bats:
+                for n in procs:
+                    try:
+                        n_g, n_d = plan.check_accelerator(a, hw0, n, p)
+                    except ConfigError as exc:
+                        if a == "gpu+dla" and n < 2:
+                            continue  # not a configuration: gpu+dla needs two instances
+                        raise exc
+                    row = plan.config_row(hw0, w, engines, p, b, n_g, n_d, c)
+                    combos.append((a, p, b, n, row))
+    if not combos:
+        raise ConfigError("the sweep is empty: give at least one valid combination of precisions, "
+                          "batches, processes and accelerators")
+    tables = engines.tables
+    mem = {}
+    for _, p, b, _, _ in combos:
+        if (p, b) not in mem:
+            mem[(p, b)] = plan.memory(w, p, b, c)[0]
+    available = plan.available_memory(hw0, c)
+
+    # Mode-level columns (M) x combo-level columns (C) -> M*C rows, mode-major.
+    ref = c["cpu_ref_mhz"]
+    mode_cols = {
+        "f_max": np.array([h.gpu_hz for h in hws]),
+        "bw": np.array([h.bw for h in hws]),
+        "cpu_scale": np.array([ref / (h.cpu_mhz or ref) for h in hws]),
+        "cores": np.array([float(h.cpu_online) for h in hws]),
+        "budget": np.array([np.inf if h.budget_w is None else float(h.budget_w) for h in hws]),
+        "dla_hz": np.array([h.dla_hz for h in hws]),
+    }
+    combo_cols = plan.stack([r for *_, r in combos])
+    M, C = len(hws), len(combos)
+    mi = np.repeat(np.arange(M), C)
+    ci = np.tile(np.arange(C), M)
+    cfg: Dict[str, np.ndarray] = {}
+    for k, v in combo_cols.items():
+        cfg[k] = v[ci] if k not in mode_cols else None
+    for k, v in mode_cols.items():
+        cfg[k] = v[mi]
+
+    out: Dict[str, np.ndarray] = {}
+    R = M * C
+    for s in range(0, R, _CHUNK):
+        part = {k: v[s:s + _CHUNK] for k, v in cfg.items()}
+        res = core.evaluate(tables, part, c)
+        for k in ("throughput", "latency", "latency_alone", "power", "gpu_util", "emc_util", "bound", "f"):
+            out.setdefault(k, []).append(res[k])
+    res = {k: np.concatenate(v) for k, v in out.items()}
+
+    mem_pp = np.array([mem[(p, b)] for _, p, b, _, _ in combos])[ci]
+    n_proc = np.array([n for _, _, _, n, _ in combos], dtype=np.int64)[ci]
+    p50, p99 = core.percentiles(res["latency"], res["latency_alone"])
+    mode_names = [h.mode for h in hws]
+    cols = {
+        "power_mode": mi, "precision": np.array([precs.index(p) for _, p, _, _, _ in combos])[ci],
+        "accelerator": np.array([accs.index(a) for a, *_ in combos])[ci],
+        "batch": np.array([b for _, _, b, _, _ in combos], dtype=np.int64)[ci],
+        "processes": n_proc,
+        "throughput": res["throughput"], "per_process_throughput": res["throughput"] / n_proc,
+        "latency": res["latency"], "latency_p50": p50, "latency_p99": p99,
+        "memory": mem_pp * n_proc, "memory_per_process": mem_pp, "power": res["power"],
+        "idle_power": np.full(R, c["idle_w"]), "energy": res["power"] / res["throughput"],
+        "gpu_clock_mhz": res["f"] / 1e6, "max_gpu_clock_mhz": mode_cols["f_max"][mi] / 1e6,
+        "gpu_util": res["gpu_util"], "emc_util": res["emc_util"], "bound": res["bound"].astype(np.int64),
+        "oom": mem_pp * n_proc > available,
+    }
+    labels = {"power_mode": mode_names, "precision": precs, "accelerator": accs, "bound": list(core.BOUNDS)}
+    meta = {"device": hw0.device_id, "model": w.name}
+    return SweepResult(cols, labels, meta, notes)
