@@ -218,3 +218,15 @@ def test_peak_activation_follows_fused_execution():
     for k in resnet50.kernels():
         assert all(t in produced or t in views for t in k._inputs), k.name
         produced.update(k._outputs)
+
+
+def test_external_weights_are_never_read(tmp_path):
+    model = zoo.build("resnet18", resolution=64)
+    path = tmp_path / "resnet18.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="resnet18.weights", size_threshold=1024)
+    (tmp_path / "resnet18.weights").unlink()  # analysis must not need it
+    assert path.stat().st_size < 1e6
+    stats = analyze(path, batch=2)
+    assert stats.params == 11_689_512
+    assert stats.macs == zoo.stats("resnet18", resolution=64, batch=2).macs
