@@ -66,3 +66,21 @@ def test_macs_scale_linearly_with_batch(name, batch):
     assert many.flops == batch * one.flops
     assert many.params == one.params and many.weight_elems == one.weight_elems
     assert [k.output_elems for k in many.kernels()] == [batch * k.output_elems for k in one.kernels()]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(zoo.names()), h=st.integers(0, 200), w=st.integers(0, 200))
+def test_every_model_takes_other_resolutions(name, h, w):
+    entry = zoo._ZOO[name]
+    side = lambda x: max(entry.minimum, x) // entry.multiple * entry.multiple  # noqa: E731
+    hw = (side(h), side(w))
+    stats = zoo.stats(name, resolution=hw)
+    assert stats.input_shape == (1, 3) + hw
+    assert stats.params == zoo.stats(name).params
+    out = stats.output_shapes[0]
+    if entry.task == "classification":
+        assert out == (1, 1000)
+    elif entry.task == "segmentation":
+        assert out == (1, 21) + hw
+    else:
+        assert out == (1, 84, sum((hw[0] // s) * (hw[1] // s) for s in (8, 16, 32)))
