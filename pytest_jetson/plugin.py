@@ -330,3 +330,192 @@ def process_pool(request):
 # perf marker, gate, baselines and reports
 # ------------------------------------------------------------------------------------------------
 # (gate) section
+BOUNDS_KEY = pytest.StashKey()
+GATE_KEY = pytest.StashKey()
+GATE_ERROR_KEY = pytest.StashKey()
+
+
+def _gate(config):
+    """The session's GateSession (created on first use)."""
+    gate = config.stash.get(GATE_KEY, None)
+    if gate is None:
+        from .gate.session import GateSession
+
+        ctx = jetson_context(config)
+        gate = GateSession(ctx.settings, ctx.device, rootdir=str(config.rootpath))
+        config.stash[GATE_KEY] = gate
+    return gate
+
+
+def _mark_owner(node):
+    if isinstance(node, pytest.Class):
+        return f"class {node.name}"
+    if isinstance(node, pytest.Module):
+        return f"module {node.nodeid}"
+    if isinstance(node, pytest.Item):
+        return node.name
+    return node.nodeid or "conftest"
+
+
+def _parse_perf_marks(item):
+    from .errors import BoundError
+    from .gate.bounds import parse_marks
+
+    marks = []
+    for node, mark in item.iter_markers_with_node("perf"):
+        if mark.args:
+            raise BoundError(
+                f"perf mark on {_mark_owner(node)}: bounds are keyword arguments, e.g. "
+                f"@pytest.mark.perf(throughput='>= 900/s'); got positional {mark.args!r}"
+            )
+        marks.append((_mark_owner(node), dict(mark.kwargs)))
+    return parse_marks(marks) if marks else []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """Parse every collected test's perf marks; a malformed bound, an unknown metric or a conflict
+    between marks is a collection error of the module (the message points at the bad token)."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.outcome != "passed" or not rep.result:
+        return
+    from .errors import BoundError
+
+    errors = []
+    for item in rep.result:
+        if not isinstance(item, pytest.Item):
+            continue
+        try:
+            bounds = _parse_perf_marks(item)
+        except BoundError as exc:
+            errors.append(f"{item.nodeid}:\n{exc}")
+            continue
+        if bounds:
+            item.stash[BOUNDS_KEY] = bounds
+    if errors:
+        rep.outcome = "failed"
+        rep.longrepr = "\n\n".join(errors)
+        rep.result = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """After the test body: check the perf bounds on what the test recorded; a failing bound fails
+    the test with the gate's message; perf bounds with nothing recorded error at teardown."""
+    outcome = yield
+    rep = outcome.get_result()
+    if call.when == "teardown":
+        message = item.stash.get(GATE_ERROR_KEY, None)
+        if message and rep.passed:
+            rep.outcome = "failed"
+            rep.longrepr = message
+        return
+    if call.when != "call":
+        return
+    bounds = item.stash.get(BOUNDS_KEY, [])
+    recorder = item.stash.get(RECORDER_KEY, None)
+    measurements = list(recorder.measurements) if recorder is not None else []
+    if not bounds and not measurements:
+        return
+    from .report.junit import properties
+
+    gate = _gate(item.config)
+    result = gate.evaluate(item.nodeid, bounds, measurements, body_passed=rep.passed,
+                           test_name=item.name)
+    rep.jetson = result.to_dict()
+    for name, value in properties(result):
+        item.user_properties.append((name, value))
+    if not rep.passed:
+        return
+    if result.error:
+        item.stash[GATE_ERROR_KEY] = result.error
+        return
+    inconclusive = gate.settings.inconclusive
+    if result.failing(inconclusive):
+        rep.outcome = "failed"
+        rep.longrepr = result.failure_text(inconclusive)
+    for v in result.verdicts:
+        if v.outcome == "inconclusive" and inconclusive == "pass":
+            item.warn(pytest.PytestWarning(f"perf bound inconclusive: {v.message}"))
+    for note in result.notes:
+        item.warn(pytest.PytestWarning(note))
+
+
+class _GateReporter:
+    """Collects the gate's results from every test report (on the xdist controller too, where the
+    reports arrive from the workers) and prints and writes the reports at the end."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            gate = _gate(self.config)
+            gate.ran.append(report.nodeid)
+            data = getattr(report, "jetson", None)
+            if data is not None:
+                from .gate.session import TestResult
+
+                gate.add(TestResult.from_dict(data))
+
+    def pytest_deselected(self, items):
+        if items:
+            _gate(self.config).deselected += len(items)
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        _gate_terminal_summary(terminalreporter, exitstatus, config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    config = session.config
+    if CONTEXT_KEY in config.stash and not config.pluginmanager.has_plugin("jetson-gate-reporter"):
+        config.pluginmanager.register(_GateReporter(config), "jetson-gate-reporter")
+
+
+def _gate_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput") or CONTEXT_KEY not in config.stash:
+        return
+    from .gate.session import partial_selection
+    from .report import terminal
+
+    gate = _gate(config)
+    tr = terminalreporter
+    partial = partial_selection(
+        config.args, keyword=config.getoption("keyword", "") or "",
+        markexpr=config.getoption("markexpr", "") or "",
+        last_failed=bool(config.getoption("lf", False)), deselected=gate.deselected,
+    )
+    unused = {} if exitstatus in (2, 3, 4) else gate.unused(partial_selection=partial)
+    pruned = 0
+    if unused and gate.settings.prune_baselines:
+        pruned = gate.store.prune(unused)
+    lines = terminal.summary(gate.results, gate.device.fingerprint())
+    lines += gate.summary_lines(unused, pruned=pruned, partial_selection=partial)
+    if lines:
+        tr.write_sep("-", "pytest-jetson perf gate")
+        for line in lines:
+            tr.write_line(line)
+    s = gate.settings
+    written = []
+    try:
+        if s.report_json:
+            from .report import jsonreport
+
+            jsonreport.write(s.report_json, jsonreport.build(gate.results, gate.settings, gate.device))
+            written.append(s.report_json)
+        if s.report_md:
+            from .report import markdown
+
+            markdown.write(s.report_md, markdown.render(gate.results, gate.device.fingerprint()),
+                           append=s.report_md == os.environ.get("GITHUB_STEP_SUMMARY"))
+            written.append(s.report_md)
+        if s.plots:
+            from .report import plots
+
+            written += [str(p) for p in plots.write_plots(gate.results, s.plots)]
+    except JetsonError as exc:
+        tr.write_line(f"pytest-jetson: {exc}", red=True)
+    for path in written:
+        tr.write_line(f"pytest-jetson: wrote {path}")

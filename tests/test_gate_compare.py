@@ -85,7 +85,7 @@ def test_too_noisy_to_decide_is_inconclusive():
 
 def test_improvement_passes_and_says_better():
     v = check("5%", measurement(0.8, seed=2), measurement(seed=1))
-    assert v.outcome == "pass" and "(better)" in v.message
+    assert v.outcome == "pass" and "(better;" in v.message
 
 
 def test_missing_baseline_skips_or_fails():

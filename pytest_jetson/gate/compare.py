@@ -242,12 +242,13 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
 
     word = _change_words(metric, direction, v.change, base.value)
     head = f"{metric} {format_value(metric, stats.value)}{_ci_text(metric, v.ci, confidence)} {word}"
+    head += f" tolerance {format_percent(tol)})"
     tail = f"\n  {baseline.describe()}{note}"
     if stats.se_log is None or base.se_log is None:
         v.outcome = "fail" if worse > tol else "pass"
         basis = "no samples to test significance; decided on the values"
         lead = "perf bound failed: " if v.outcome == "fail" else ""
-        v.message = f"{lead}{head} (tolerance {format_percent(tol)}); {basis}{tail}"
+        v.message = f"{lead}{head}; {basis}{tail}"
         return v
     se = math.sqrt(stats.se_log ** 2 + base.se_log ** 2)
     df = _welch_df(stats, base)
@@ -258,18 +259,17 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
     sig = f"p={_fmt_p(v.p_value)}, {confidence * 100:.3g}% CI of the change {_worse_range(lo, hi, direction)}"
     if worse > tol and lo > 0:
         v.outcome = "fail"
-        v.message = (f"perf bound failed: {head} (tolerance {format_percent(tol)}); "
-                     f"significant ({sig}){tail}")
+        v.message = f"perf bound failed: {head}; significant ({sig}){tail}"
     elif lo <= 0 and hi > tol_log:
         v.outcome = "inconclusive"
         v.message = (
-            f"{head} (tolerance {format_percent(tol)}); inconclusive: too noisy to tell a change "
+            f"{head}; inconclusive: too noisy to tell a change "
             f"within the tolerance from a regression ({sig}); measure longer (perf.measure(duration=...)) "
             f"or fix the noise{tail}"
         )
     else:
         v.outcome = "pass"
-        v.message = f"{head} (tolerance {format_percent(tol)}; {sig}){tail}"
+        v.message = f"{head}; within the tolerance ({sig}){tail}"
     return v
 
 
@@ -293,10 +293,10 @@ def _change_words(metric: str, direction: str, change: float, base: float) -> st
     rel = abs(change) * 100
     where = "above" if change > 0 else "below"
     if abs(change) < 5e-4:
-        return f"equals the baseline {format_value(metric, base)}"
+        return f"equals the baseline {format_value(metric, base)} ("
     better = (change < 0) == (direction == "higher")
     mood = "better" if better else "worse"
-    return f"is {where} the baseline {format_value(metric, base)} by {rel:.1f}% ({mood})"
+    return f"is {where} the baseline {format_value(metric, base)} by {rel:.1f}% ({mood};"
 
 
 def check(bound: Bound, measurement: Any, baseline: Optional[BaselineRef] = None,

@@ -1,0 +1,123 @@
+"""``--jetson-report-json PATH``: everything the session measured and decided, as one JSON file.
+
+Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot``. Schema 1::
+
+    {
+      "kind": "pytest-jetson-report",
+      "schema": 1,
+      "created": "2026-11-22T21:45:00Z",          # UTC
+      "plugin": "0.1.0",
+      "device": {<Device.fingerprint()>: device, power_mode, jetson_clocks, jetpack, l4t,
+                 tensorrt, simulated, plugin},
+      "settings": {"confidence", "inconclusive", "missing_baseline", "allow_env_mismatch",
+                   "update_baselines", "baselines", "backend", "seed", "duration", "telemetry"},
+      "summary": {"tests": N, "pass": n, "fail": n, "error": n, "inconclusive": n, "skip": n,
+                  "none": n},                     # by each test's gate outcome
+      "tests": [
+        {
+          "nodeid": "tests/perf/test_x.py::test_a",
+          "outcome": "pass" | "fail" | "error" | "inconclusive" | "skip" | "none",
+          "measurements": [<Measurement.to_dict()> + {"key": <baseline key>}],
+                                                   # samples, telemetry summary, environment, summary
+          "keys": [<baseline key per measurement>],
+          "fingerprint": {<device fingerprint + backend, precision, batch, model>},
+          "bounds": [{"metric", "text", "kind", "comparator", "value", "unit", "tolerance", "where"}],
+          "verdicts": [{"test", "measurement", "metric", "outcome", "bound", "kind", "value",
+                        "ci": [low, high] | null, "baseline", "change", "p_value", "message"}],
+          "baseline_file": "baselines/<device>/<module>.json",
+          "baseline_written": [<keys written by --jetson-update-baselines>],
+          "notes": [<text>],
+          "error": null | "<why the test errored>"
+        }
+      ]
+    }
+
+Values are in base units (items/s, s, bytes, W, J per item, C, %); ``change`` is
+current / baseline - 1.
+"""
+
+import datetime as _dt
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, List, Sequence, Union
+
+from .. import __version__
+from ..errors import BaselineError
+
+KIND = "pytest-jetson-report"
+SCHEMA = 1
+
+SETTINGS_FIELDS = ("confidence", "inconclusive", "missing_baseline", "allow_env_mismatch",
+                   "update_baselines", "baselines", "backend", "seed", "duration", "telemetry")
+
+
+def _clean(x: Any) -> Any:
+    """JSON has no NaN: non-finite floats become null."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def build(results: Sequence[Any], settings: Any, device: Any) -> Dict[str, Any]:
+    tests = [r.to_dict() for r in results]
+    counts = Counter(t["outcome"] for t in tests)
+    summary = {"tests": len(tests)}
+    summary.update({k: counts.get(k, 0) for k in ("pass", "fail", "error", "inconclusive", "skip", "none")})
+    return _clean({
+        "kind": KIND,
+        "schema": SCHEMA,
+        "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "plugin": __version__,
+        "device": device.fingerprint() if hasattr(device, "fingerprint") else dict(device or {}),
+        "settings": {k: getattr(settings, k, None) for k in SETTINGS_FIELDS},
+        "summary": summary,
+        "tests": tests,
+    })
+
+
+def write(path: Union[str, Path], report: Dict[str, Any]) -> Path:
+    from ..gate.baseline import write_atomic
+
+    path = Path(path)
+    write_atomic(path, report)
+    return path
+
+
+def load(path: Union[str, Path]) -> Dict[str, Any]:
+    """Read a report; BaselineError naming the file and the fix when it is not one."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"report {path} does not exist; write one with pytest --jetson-report-json {path}") from None
+    except (OSError, ValueError) as exc:
+        raise BaselineError(f"report {path} is not valid JSON ({exc}); re-create it with "
+                            f"pytest --jetson-report-json {path}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise BaselineError(f"{path} is not a pytest-jetson report (no \"kind\": \"{KIND}\"); "
+                            f"write one with pytest --jetson-report-json {path}")
+    if not isinstance(doc.get("schema"), int) or doc["schema"] > SCHEMA:
+        raise BaselineError(f"report {path} has schema {doc.get('schema')!r}; this pytest-jetson reads "
+                            f"schema {SCHEMA}: upgrade pytest-jetson")
+    if not isinstance(doc.get("tests"), list):
+        raise BaselineError(f"report {path}: 'tests' must be a list; re-create the report")
+    return doc
+
+
+def measurements_by_key(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Every measurement of a report by its baseline key."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for t in report.get("tests", []):
+        for m in t.get("measurements", []):
+            out[m.get("key") or t["nodeid"]] = m
+    return out
+
+
+def tests(report: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return list(report.get("tests", []))
