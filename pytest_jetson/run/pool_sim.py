@@ -66,6 +66,18 @@ def _per_process_memory(pred: Any, processes: int) -> Optional[float]:
     return None if per is None else float(per)
 
 
+def _available_memory(device: Any) -> float:
+    """Unified memory the simulator lets engines use (the board's minus the OS's share)."""
+    try:
+        from ..sim import plan
+        from ..sim.hardware import resolve
+
+        hw = resolve(device, None)
+        return float(plan.available_memory(hw, plan.device_constants(hw, [])))
+    except Exception:  # an older/newer simulator layout: the spec sheet's figure
+        return float(getattr(device.profile, "memory_bytes", 0) or 0)
+
+
 def _oom_message(specs: List[Any], device: Any, detail: str) -> str:
     n = len(specs)
     kinds = sorted({s.describe() for s in specs})
@@ -110,7 +122,8 @@ class SimulatedPlan:
                     # take the contention of as many copies as fit.
                     contended[k] = self._largest_fitting(s, n)
         except oom as exc:
-            raise SimulationError(_oom_message(specs, device, str(exc))) from None
+            # the simulator's message already names the sizes and how many processes would fit
+            raise SimulationError(f"process_pool of {n} process(es): {exc}") from None
         self.single = [single[k] for k in keys]
         self.contended = [contended[k] for k in keys]
         if self.homogeneous:
@@ -123,6 +136,10 @@ class SimulatedPlan:
             mean = float(base.mean())
             self.latency = [float(c.latency) * mean / b for c, b in zip(self.contended, base)]
         self.share = list(base / base.sum())
+        #: Each worker's own compute per iteration; the rest of ``latency`` is waiting for the
+        #: others' time slices (the noise draws that wait separately, as the simulator does).
+        self.alone = [min(lat, float(getattr(c, "latency_alone", 0.0) or lat))
+                      for lat, c in zip(self.latency, self.contended)]
 
     @staticmethod
     def _key(spec: Any) -> Any:
@@ -134,7 +151,7 @@ class SimulatedPlan:
         if not known:
             return
         total = sum(known)
-        capacity = float(getattr(self.device.profile, "memory_bytes", 0) or 0)
+        capacity = _available_memory(self.device)
         if capacity and total > capacity:
             raise SimulationError(_oom_message(
                 self.specs, self.device,
@@ -180,15 +197,17 @@ def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
     from ..sim.noise import LatencyNoise
 
     workers = []
-    for spec, base, seed, memory, pred in zip(plan.specs, plan.latency, seeds, plan.memory, plan.contended):
+    for spec, base, alone, seed, memory, pred in zip(plan.specs, plan.latency, plan.alone, seeds,
+                                                     plan.memory, plan.contended):
         noise = LatencyNoise(seed)
+        wait = max(0.0, base - alone)
         lat: List[float] = []
         elapsed = 0.0
         t = t_start
         while elapsed < window:
             # enough draws for the rest of the window (noise is mostly above the mean, so +25%)
             n = max(16, int(1.25 * (window - elapsed) / base) + 1)
-            draws = np.asarray(noise.sample(base, n, t_start=t), dtype=float)
+            draws = np.asarray(noise.sample(alone, n, t_start=t, wait=wait), dtype=float)
             ends = elapsed + np.cumsum(draws)
             # the harness runs an iteration whenever the window has not ended before it starts
             starts = ends - draws

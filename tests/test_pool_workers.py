@@ -1,0 +1,175 @@
+"""Real pools: spawned workers that behave, raise, crash, hang, or are interrupted, and nothing
+left running afterwards. The misbehaving engines are ``pytest_jetson.run.pool_fakes``."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+
+from pytest_jetson.errors import WorkerError
+from pytest_jetson.run.pool import run_pool
+
+FAKE = "pytest_jetson.run.pool_fakes:open_fake"
+QUICK = dict(backend="onnxruntime", duration="0.3s", warmup="0.05s")
+
+
+def _kids():
+    """Our child processes, without multiprocessing's resource tracker (it lives as long as the
+    interpreter and holds no worker)."""
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" in " ".join(p.cmdline()):
+                continue
+        except psutil.Error:
+            continue
+        out.add(p.pid)
+    return out
+
+
+@pytest.fixture
+def no_orphans():
+    before = _kids()
+    yield
+    left = _kids() - before
+    assert not left, f"pool left processes running: {left}"
+
+
+def _fake(**opts):
+    opts.setdefault("engine_factory", FAKE)
+    return ("fake", opts)
+
+
+def test_a_pool_of_real_processes(no_orphans):
+    m = run_pool(_fake(delay=0.002), processes=3, **QUICK)
+    assert m.processes == 3 and m.clock == "wall"
+    pids = {w.extra["pid"] for w in m.workers}
+    assert len(pids) == 3 and os.getpid() not in pids
+    assert 0 <= m.start_skew < 0.3
+    for w in m.workers:
+        assert w.duration == pytest.approx(0.3, abs=0.1)
+        assert w.extra["load_s"] >= 0 and w.extra["startup_overhead_s"] > 0
+        assert 0 <= w.extra["window_start"] <= m.start_skew
+        assert w.extra["peak_rss_bytes"] > 0
+    assert m.items == sum(w.items for w in m.workers)
+    assert m.throughput == pytest.approx(sum(w.throughput for w in m.workers), rel=0.15)
+    assert m.extra["window_overlap_s"] > 0
+
+
+def test_engine_load_is_not_in_the_window(no_orphans):
+    m = run_pool(_fake(load_s=0.5), processes=2, **QUICK)
+    for w in m.workers:
+        assert w.extra["load_s"] >= 0.5
+        assert w.duration < 0.45  # the 0.3 s window, not the 0.5 s load
+
+
+def test_worker_that_raises_is_reported_with_index_model_and_output(no_orphans):
+    with pytest.raises(WorkerError) as info:
+        run_pool(_fake(fault="raise", fault_worker=1, fault_after=3), processes=3, **QUICK)
+    msg = str(info.value)
+    assert "pool worker 1 of 3" in msg and "model 'fake'" in msg
+    assert "RuntimeError: fake engine fake-fp16-b1: injected failure" in msg
+    assert "measurement window" in msg and "exit code 1" in msg
+    assert "about to raise after 3 calls" in msg  # the worker's last output
+    assert "other 2 worker(s) were stopped" in msg
+
+
+def test_worker_killed_by_a_signal(no_orphans):
+    with pytest.raises(WorkerError) as info:
+        run_pool(_fake(fault="segfault", fault_worker=0), processes=2, **QUICK)
+    msg = str(info.value)
+    assert "pool worker 0 of 2" in msg and "SIGSEGV" in msg
+    assert "Segmentation fault" in msg  # faulthandler's traceback from the worker's output
+
+
+def test_worker_that_exits(no_orphans):
+    with pytest.raises(WorkerError, match=r"pool worker 1 of 2 .* died during the measurement window: exit code 7"):
+        run_pool(_fake(fault="exit", fault_worker=1), processes=2, **QUICK)
+
+
+def test_worker_that_cannot_load_its_model(no_orphans):
+    with pytest.raises(WorkerError) as info:
+        run_pool(_fake(fault="raise-on-load", fault_worker=2), processes=3, **QUICK)
+    msg = str(info.value)
+    assert "pool worker 2 of 3 (model 'fake'" in msg and "could not open its engine" in msg
+    assert "ModelError" in msg and "cannot load" in msg
+
+
+@pytest.mark.slow
+def test_worker_that_hangs_in_the_window(no_orphans):
+    t = time.perf_counter()
+    with pytest.raises(WorkerError) as info:
+        run_pool(_fake(fault="hang", fault_worker=1), processes=2, deadline="3s", **QUICK)
+    msg = str(info.value)
+    assert "pool worker 1 of 2" in msg and "hung during the measurement window" in msg
+    assert "SIGTERM" in msg and "about to hang" in msg
+    assert time.perf_counter() - t < 20
+
+
+def test_worker_that_hangs_while_loading(no_orphans):
+    with pytest.raises(WorkerError) as info:
+        run_pool(_fake(fault="hang-on-load", fault_worker=0), processes=2, deadline="1.5s", **QUICK)
+    msg = str(info.value)
+    assert "hung while opening its engine" in msg and "deadline of 1.5 s" in msg
+    assert "longer deadline=" in msg
+
+
+def test_keyboard_interrupt_in_the_parent_stops_every_worker(no_orphans):
+    seen = {}
+
+    def interrupt():
+        # wait until the workers are really there, then Ctrl-C the parent alone
+        end = time.time() + 20
+        while time.time() < end and len(_kids()) < 2:
+            time.sleep(0.05)
+        seen["workers"] = _kids()
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt, daemon=True)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_pool(_fake(), processes=2, backend="onnxruntime", duration="30s", warmup="0.05s")
+    timer.join()
+    assert len(seen["workers"]) >= 2
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                   for p in seen["workers"])
+
+
+@pytest.mark.slow
+def test_workers_exit_when_the_parent_is_killed(tmp_path):
+    """Even SIGKILL of the parent (no cleanup at all) leaves no worker behind."""
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.getcwd()!r})
+        from pytest_jetson.run.pool import run_pool
+        if __name__ == "__main__":
+            run_pool(("fake", {{"engine_factory": {FAKE!r}}}), processes=2, backend="onnxruntime",
+                     duration="60s", warmup="0.05s")
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    try:
+        proc = psutil.Process(parent.pid)
+        end = time.time() + 30
+        workers = []
+        while time.time() < end:
+            workers = [c for c in proc.children() if "resource_tracker" not in " ".join(c.cmdline())]
+            if len(workers) >= 2:
+                break
+            time.sleep(0.1)
+        assert len(workers) >= 2
+        time.sleep(0.5)
+        parent.kill()
+        parent.wait(10)
+        gone, alive = psutil.wait_procs(workers, timeout=10)
+        assert not alive
+    finally:
+        if parent.poll() is None:
+            parent.kill()
