@@ -230,3 +230,10 @@ def test_external_weights_are_never_read(tmp_path):
     stats = analyze(path, batch=2)
     assert stats.params == 11_689_512
     assert stats.macs == zoo.stats("resnet18", resolution=64, batch=2).macs
+
+
+def test_analyze_takes_a_zoo_name_and_names_the_zoo_otherwise(tmp_path):
+    assert analyze("squeezenet1_1", batch=2).macs == zoo.stats("squeezenet1_1", batch=2).macs
+    with pytest.raises(ModelError) as err:
+        analyze("resnet51")
+    assert "resnet51" in str(err.value) and "resnet50" in str(err.value)

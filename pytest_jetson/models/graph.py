@@ -120,7 +120,7 @@ class GraphStats:
 
 
 def analyze(path_or_model, batch: int = 1) -> GraphStats:
-    """Analyse an ONNX file (path) or ``onnx.ModelProto`` at ``batch``.
+    """Analyse an ONNX file (path), an ``onnx.ModelProto`` or a zoo model's name at ``batch``.
 
     Raises :class:`~pytest_jetson.errors.ModelError` for a file that is not ONNX or is truncated,
     and for inputs with a dynamic dimension other than the batch.
@@ -147,7 +147,12 @@ def _load(obj):
     elif isinstance(obj, (str, os.PathLike)):
         where = os.fspath(obj)
         if not os.path.isfile(where):
-            raise ModelError(f"ONNX file {where} does not exist: pass an existing .onnx path or a zoo name")
+            from . import zoo
+
+            if isinstance(obj, str) and obj in zoo.names():
+                return zoo.build_structure(obj), obj
+            raise ModelError(f"ONNX file {where} does not exist: pass an existing .onnx path or a zoo "
+                             f"model ({', '.join(zoo.names())})")
         try:
             with open(where, "rb") as f:
                 data = f.read()
