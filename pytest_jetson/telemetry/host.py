@@ -49,6 +49,19 @@ class HostSource(Source):
         self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self._procfs = os.path.exists(f"/proc/{self.pid}/stat")
         self._psutil: Dict[int, object] = {}
+        self._fds: Dict[int, int] = {}
+
+    def _close(self, pid: int) -> None:
+        fd = self._fds.pop(pid, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        for pid in list(self._fds):
+            self._close(pid)
 
     def start(self, interval: float) -> None:
         self._last, self._last_t = {}, None
@@ -68,6 +81,8 @@ class HostSource(Source):
                 tree.extend(kids)
                 todo.extend(kids)
             else:
+                for gone in set(self._fds) - set(tree):
+                    self._close(gone)
                 self._tree = tree
                 return
         import psutil
@@ -81,10 +96,18 @@ class HostSource(Source):
     # -- one process -----------------------------------------------------------------------
     def _read_proc(self, pid: int) -> Optional[Tuple[float, float]]:
         """(cpu seconds, rss bytes) of one process, None when it is gone."""
+        # The stat file stays open: pread at offset 0 regenerates it, saving two syscalls a
+        # sample, which is most of this source's cost at 100 Hz.
+        fd = self._fds.get(pid)
         try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
+            if fd is None:
+                fd = self._fds[pid] = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+            stat = os.pread(fd, 4096, 0)
         except OSError:
+            self._close(pid)
+            return None
+        if not stat:
+            self._close(pid)
             return None
         # Field 2 (comm) may hold spaces; fields after the last ')' are fixed.
         fields = stat[stat.rfind(b")") + 2:].split()
