@@ -220,7 +220,7 @@ class ProcessPool:
                 f"{self._who(w)} {what}: {err.get('type')}: {err.get('message')} "
                 f"[{describe_exit(w.process.exitcode)}]"
             )
-            tb = "\n".join(err.get("traceback", "").strip().splitlines()[-12:])
+            tb = "" if err.get("expected") else "\n".join(err.get("traceback", "").strip().splitlines()[-12:])
             detail = f"\nworker traceback (last lines):\n{tb}" if tb else ""
         else:
             head = f"{self._who(w)} died {self._phase_of(w)}: {describe_exit(w.process.exitcode)}"

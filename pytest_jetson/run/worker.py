@@ -136,6 +136,13 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def _is_user_error(exc: BaseException) -> bool:
+    """A JetsonError says what is wrong and how to fix it: its traceback would only be noise."""
+    from ..errors import JetsonError
+
+    return isinstance(exc, JetsonError)
+
+
 def _peak_rss() -> Any:
     try:
         import resource
@@ -218,6 +225,7 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         try:
             conn.send(("error", {
                 "phase": phase, "type": type(exc).__name__, "message": str(exc), "traceback": tb,
+                "expected": _is_user_error(exc),
             }))
         except Exception:
             pass
