@@ -17,6 +17,8 @@ GiB = 1024 ** 3
 IDS = {
     "nano", "tx2", "xavier-nx", "agx-xavier", "orin-nano-4gb", "orin-nano-4gb-super", "orin-nano-8gb",
     "orin-nano-8gb-super", "orin-nx-8gb", "orin-nx-16gb", "agx-orin-32gb", "agx-orin-64gb", "agx-thor",
+    # the Super firmware of Orin NX has its own power table, so its own profile (beyond the brief's list)
+    "orin-nx-8gb-super", "orin-nx-16gb-super",
 }
 
 # Key figures copied from shared/calibration/devices.json (source ids in brackets there), so a
@@ -31,6 +33,8 @@ PINNED = {
     "orin-nano-8gb-super": (8, 1024, 32, 8, 102, 0, "8.7"),  # VR (Super)
     "orin-nx-8gb": (8, 1024, 32, 8, 102, 1, "8.7"),         # VR
     "orin-nx-16gb": (8, 1024, 32, 16, 102, 2, "8.7"),       # VR, DEVQ_ORIN
+    "orin-nx-8gb-super": (8, 1024, 32, 8, 102, 1, "8.7"),   # VR
+    "orin-nx-16gb-super": (8, 1024, 32, 16, 102, 2, "8.7"),  # VR
     "agx-orin-32gb": (14, 1792, 56, 32, 204.8, 2, "8.7"),   # VR
     "agx-orin-64gb": (16, 2048, 64, 64, 204.8, 2, "8.7"),   # VR, MZPH
     "agx-thor": (20, 2560, 96, 128, 273, 0, "11.0"),        # RIDGERUN, THOR_FORUM, THOR_SPEC3
@@ -44,7 +48,7 @@ PINNED_GPU_MHZ = {
     ("orin-nano-8gb", "15W"): 625,
     ("orin-nano-8gb-super", "15W"): 612, ("orin-nano-8gb-super", "25W"): 918,
     ("orin-nano-8gb-super", "MAXN_SUPER"): 1020,
-    ("orin-nx-8gb", "MAXN"): 765, ("orin-nx-16gb", "MAXN"): 918,
+    ("orin-nx-8gb", "MAXN"): 765, ("orin-nx-16gb", "MAXN"): 918, ("orin-nx-16gb-super", "40W"): 1173,
     ("agx-orin-32gb", "MAXN"): 939, ("agx-orin-64gb", "MAXN"): 1300,
     ("agx-thor", "MAXN"): 1575, ("agx-thor", "120W"): 1386,
 }
@@ -53,6 +57,7 @@ FRIENDLY = {
     "orin-nano": "orin-nano-8gb", "orin-nano-super": "orin-nano-8gb-super", "agx-orin": "agx-orin-64gb",
     "nano": "nano", "jetson-nano": "nano", "xavier-nx": "xavier-nx", "agx-xavier": "agx-xavier",
     "xavier": "agx-xavier", "orin-nx": "orin-nx-16gb", "thor": "agx-thor", "tx2": "tx2",
+    "orin-nx-super": "orin-nx-16gb-super",
     # the way people type them
     "Orin_Nano": "orin-nano-8gb", "Jetson Orin Nano Super": "orin-nano-8gb-super", "AGX Thor": "agx-thor",
     "p3767-0005": "orin-nano-8gb", "p3701-0005": "agx-orin-64gb", "P3767-0000": "orin-nx-16gb",
@@ -70,7 +75,7 @@ def test_every_profile_file_loads_and_is_named_for_its_id(path):
     assert profile.memory_bytes > 0 and profile.power_modes
 
 
-def test_the_thirteen_modules_are_there():
+def test_every_module_is_there():
     assert set(registry.names()) == IDS
 
 
@@ -140,15 +145,31 @@ def test_gpu_clock_caps(device, mode):
     assert registry.get(device).power_mode(mode).gpu_max_mhz == pytest.approx(PINNED_GPU_MHZ[device, mode], abs=10)
 
 
-@pytest.mark.parametrize("base", ["orin-nano-4gb", "orin-nano-8gb"])
+@pytest.mark.parametrize("base", ["orin-nano-4gb", "orin-nano-8gb", "orin-nx-8gb", "orin-nx-16gb"])
 def test_super_is_the_same_silicon_with_the_super_power_table(base):
     plain, sup = registry.get(base), registry.get(base + "-super")
     same = ("gpu_arch", "compute_capability", "sm_count", "cuda_cores", "tensor_cores", "memory_bytes",
             "cpu_cores", "dla_count", "precisions", "family")
     assert {k: getattr(plain, k) for k in same} == {k: getattr(sup, k) for k in same}
-    assert sup.memory_bandwidth_gbs > plain.memory_bandwidth_gbs
-    assert {"15W", "25W", "MAXN_SUPER"} <= set(sup.mode_names())
-    assert "MAXN_SUPER" not in plain.mode_names()
+    assert sup.memory_bandwidth_gbs >= plain.memory_bandwidth_gbs
+    assert "MAXN_SUPER" in sup.mode_names() and "MAXN_SUPER" not in plain.mode_names()
+
+    def top_gpu(p):
+        return max(m.gpu_max_mhz or 0 for m in p.power_modes)
+
+    assert top_gpu(sup) > top_gpu(plain)
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: p.stem)
+def test_active_sm_counts_fit_the_gpu(path):
+    # gpu_sm_active is an extra per-mode key (SMs left on by nvpmodel's TPC power gating); the
+    # fully-enabled mode of each SKU must come out at the SKU's SM count.
+    data = json.loads(path.read_text(encoding="utf-8"))
+    counts = [m.get("gpu_sm_active") for m in data["power_modes"] if m.get("gpu_sm_active") is not None]
+    for n in counts:
+        assert 0 < n <= data["gpu"]["sm_count"]
+    if counts:
+        assert max(counts) == data["gpu"]["sm_count"]
 
 
 @pytest.mark.parametrize("device, precisions", [
@@ -237,7 +258,7 @@ def test_named_device_shows_its_power_mode_table(capsys):
     out = capsys.readouterr().out
     assert out.startswith("orin-nano-8gb-super: Jetson Orin Nano 8GB Super")
     row = next(line for line in out.splitlines() if " MAXN_SUPER " in line)
-    assert row.split()[:5] == ["2", "MAXN_SUPER", "none", "1020", "3199"]
+    assert row.split()[:6] == ["2", "MAXN_SUPER", "none", "1020", "8", "3199"]  # ..., GPU MHz, SMs on, EMC MHz
     default = next(line for line in out.splitlines() if line.rstrip().endswith("default"))
     assert " 25W " in default
     assert "sources:" in out

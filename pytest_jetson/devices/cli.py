@@ -8,6 +8,7 @@ sources and notes. ``--json`` prints the same selection as data for scripts.
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import JetsonError
@@ -44,12 +45,29 @@ def _modes(p: Profile) -> str:
     return " ".join(m.name + ("*" if m.name == p.default_power_mode else "") for m in p.power_modes)
 
 
-def mode_to_dict(mode: PowerMode) -> Dict[str, Any]:
-    return mode.to_dict()
+def _extra_mode_keys(p: Profile) -> Dict[str, Dict[str, Any]]:
+    """Per-mode keys the data carries beyond ``PowerMode`` (``gpu_sm_active``, ``sources``), by mode
+    name. The loader ignores unknown keys, so they are read back from the profile's file."""
+    if not p.path:
+        return {}
+    try:
+        data = json.loads(Path(p.path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    known = set(PowerMode.__dataclass_fields__)
+    return {str(m.get("name")): {k: v for k, v in m.items() if k not in known}
+            for m in data.get("power_modes", []) if isinstance(m, dict)}
+
+
+def mode_to_dict(mode: PowerMode, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    out = mode.to_dict()
+    out.update(extra or {})
+    return out
 
 
 def profile_to_dict(p: Profile) -> Dict[str, Any]:
-    """A profile as plain data: the fields ``load_profile`` reads, flattened for scripts."""
+    """A profile as plain data in the profile-file schema (``load_profile`` reads it back)."""
+    extra = _extra_mode_keys(p)
     return {
         "id": p.id,
         "name": p.name,
@@ -70,7 +88,7 @@ def profile_to_dict(p: Profile) -> Dict[str, Any]:
         "memory": {"bytes": p.memory_bytes, "bandwidth_gbs": p.memory_bandwidth_gbs, "type": p.memory_type},
         "precisions": list(p.precisions),
         "default_power_mode": p.default_power_mode,
-        "power_modes": [mode_to_dict(m) for m in p.power_modes],
+        "power_modes": [mode_to_dict(m, extra.get(m.name)) for m in p.power_modes],
         "sources": dict(p.sources),
         "notes": list(p.notes),
     }
@@ -124,13 +142,16 @@ def detail_lines(p: Profile) -> List[str]:
     lines.append(f"  memory         {_memory(p)} {p.memory_type or ''}, {_num(p.memory_bandwidth_gbs)} GB/s".rstrip())
     lines.append(f"  precisions     {', '.join(p.precisions)}")
     lines.append("  power modes:")
-    header = ("id", "mode", "budget W", "GPU MHz", "EMC MHz", "CPUs", "CPU MHz", "DLA MHz", "")
+    header = ("id", "mode", "budget W", "GPU MHz", "SMs on", "EMC MHz", "CPUs", "CPU MHz", "DLA MHz", "")
+    extra = _extra_mode_keys(p)
     rows = []
     for m in p.power_modes:
         budget = "none" if m.budget_w is None and m.name.upper().startswith("MAXN") else _num(m.budget_w)
-        rows.append((_num(m.id), m.name, budget, _num(m.gpu_max_mhz), _num(m.emc_max_mhz), _num(m.cpu_online),
-                     _num(m.cpu_max_mhz), _num(m.dla_max_mhz), "default" if m.name == p.default_power_mode else ""))
-    lines.extend("    " + line for line in _table(header, rows, right=(0, 2, 3, 4, 5, 6, 7)))
+        sms = extra.get(m.name, {}).get("gpu_sm_active")
+        rows.append((_num(m.id), m.name, budget, _num(m.gpu_max_mhz), _num(sms), _num(m.emc_max_mhz),
+                     _num(m.cpu_online), _num(m.cpu_max_mhz), _num(m.dla_max_mhz),
+                     "default" if m.name == p.default_power_mode else ""))
+    lines.extend("    " + line for line in _table(header, rows, right=(0, 2, 3, 4, 5, 6, 7, 8)))
     notes = [f"{m.name}: {m.notes}" for m in p.power_modes if m.notes]
     if notes:
         lines.append("  mode notes:")
