@@ -237,3 +237,37 @@ def test_analyze_takes_a_zoo_name_and_names_the_zoo_otherwise(tmp_path):
     with pytest.raises(ModelError) as err:
         analyze("resnet51")
     assert "resnet51" in str(err.value) and "resnet50" in str(err.value)
+
+
+def test_quantized_qdq_graph_counts_int8_weights_as_parameters():
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.integers(-127, 127, (16, 8, 3, 3)).astype(np.int8), "w_q"),
+        numpy_helper.from_array(np.full(16, 0.01, np.float32), "w_scale"),
+        numpy_helper.from_array(np.zeros(16, np.int8), "w_zero"),
+        numpy_helper.from_array(np.zeros(16, np.float32), "bias"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "x_scale"),
+        numpy_helper.from_array(np.array(0, np.int8), "x_zero"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="q"),
+        helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dq"),
+        helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["w"], name="wdq", axis=0),
+        helper.make_node("Conv", ["xd", "w", "bias"], ["c"], name="conv", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 20, 20])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16, 20, 20])], inits)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert sess.run(None, {"x": np.ones((2, 8, 20, 20), np.float32)})[0].shape == (2, 16, 20, 20)
+
+    stats = analyze(model, batch=2)
+    assert stats.params == 16 * 8 * 9 + 16
+    assert stats.macs == 2 * 16 * 20 * 20 * 8 * 9
+    assert stats.unknown_ops == []
+    (kernel,) = stats.kernels()
+    assert kernel.layers == ["conv", "relu"] and kernel.kind == "conv"
+    assert kernel.input_elems == 2 * 8 * 20 * 20

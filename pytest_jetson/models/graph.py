@@ -19,6 +19,9 @@ from . import ops
 # Constants up to this many elements keep their bytes in the analysis copy: shape inference must
 # read Reshape targets, Split sizes and Resize scales; weights are far larger.
 _SMALL_CONSTANT = 64
+# Build-time ops that hand a weight on unchanged in meaning (QDQ int8 exports, fp16 casts).
+_WEIGHT_PASS = {"DequantizeLinear", "Cast", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+                "Flatten"}
 
 Shape = Tuple[int, ...]
 
@@ -288,6 +291,7 @@ def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
         dtypes[t.name] = t.data_type
         constants.add(t.name)
     static = set(constants)  # tensors known at engine build time (constants and shape arithmetic)
+    param_source = set(init_names)  # initializers, and what casts/dequantizes them
     for node in g.node:
         if node.op_type == "Constant":
             for a in node.attribute:
@@ -310,22 +314,25 @@ def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
             n in static for n in node.input if n)
         if is_static:
             static.update(node.output)
+            if op in _WEIGHT_PASS and node.input and node.input[0] in param_source:
+                # a quantized (QDQ) or cast weight is still the same parameter
+                param_source.update(node.output)
         mac = ops.macs(op, attrs, in_shapes, out_shapes) if known else 0
         layer = LayerStats(name=node.name or f"{op}_{idx}", op_type=op, macs=mac,
                            flops=ops.flops(op, attrs, in_shapes, out_shapes, mac) if known else 0,
                            known=known)
         param_slots = ops.PARAM_INPUTS.get(op, ())
         for pos, n in enumerate(node.input):
-            if not n:
-                continue
+            if not n or is_static:
+                continue  # build-time nodes: their consumers account for what they produce
             elems = _prod(shapes.get(n))
             size = elems * _itemsize(dtypes.get(n))
-            if n in constants:
-                if _is_float(dtypes.get(n)):
+            if n in static:
+                if pos in param_slots and n in param_source:
+                    layer.params += elems
+                if _is_float(dtypes.get(n)) or pos in param_slots:
                     layer.weight_elems += elems
                     layer.weight_bytes += size
-                    if pos in param_slots and n in init_names:
-                        layer.params += elems
             else:
                 layer.input_elems += elems
                 layer.bytes_read += size
@@ -340,10 +347,12 @@ def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
             layer.out_channels = int(out[1])
             layer.spatial = _prod(out[2:])
         layer.groups = int(attrs.get("group", 1))
-        layer.bias = op in ops.HEAD_OPS and len(node.input) > 2 and bool(node.input[2])
+        bias_at = ops.BIAS_INPUT.get(op)
+        layer.bias = bias_at is not None and len(node.input) > bias_at and bool(node.input[bias_at])
         x = in_shapes[0] if in_shapes else None
         layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
-        layer.free = op in ops.VIEW_OPS or is_static
+        # Q/DQ pairs fold into the int8 kernels next to them when TensorRT builds the engine
+        layer.free = op in ops.VIEW_OPS or op in ops.QDQ_OPS or is_static
         layers.append(layer)
 
     tensor_elems = {n: _prod(s) for n, s in shapes.items()}

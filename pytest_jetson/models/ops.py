@@ -16,7 +16,10 @@ PARAM_INPUTS: Dict[str, Tuple[int, ...]] = {
     "Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (0, 1, 2), "MatMul": (0, 1),
     "BatchNormalization": (1, 2), "InstanceNormalization": (1, 2), "LayerNormalization": (1, 2),
     "GroupNormalization": (1, 2), "PRelu": (1,),
+    # quantized graphs: weight, and bias where there is one
+    "QLinearConv": (3, 8), "ConvInteger": (1,), "QLinearMatMul": (0, 3), "MatMulInteger": (0, 1),
 }
+BIAS_INPUT = {"Conv": 2, "ConvTranspose": 2, "Gemm": 2, "QLinearConv": 8}
 
 # per output element
 ELEMENTWISE_COST: Dict[str, int] = {
@@ -46,12 +49,15 @@ MOVE_OPS = {"Transpose", "Pad", "Expand", "Tile", "Gather", "GatherElements", "G
 # No kernel at all in TensorRT: metadata changes and build-time constants.
 VIEW_OPS = {"Constant", "Shape", "Size", "Identity", "Dropout", "Reshape", "Flatten", "Squeeze",
             "Unsqueeze"}
-HEAD_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
+HEAD_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "QLinearConv", "ConvInteger", "QLinearMatMul",
+            "MatMulInteger"}
+# Quantize/dequantize: one multiply-add per element (TensorRT fuses them into int8 kernels).
+QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}
 ACTIVATIONS = {"Relu", "Clip", "Sigmoid", "LeakyRelu", "Tanh", "HardSigmoid", "HardSwish", "Elu",
                "Selu", "Softplus", "PRelu", "Gelu", "Mish"}
 
 KNOWN_OPS = (set(PARAM_INPUTS) | set(ELEMENTWISE_COST) | POOL_OPS | GLOBAL_POOL_OPS | CONCAT_OPS
-             | SOFTMAX_OPS | RESIZE_OPS | MOVE_OPS | VIEW_OPS | HEAD_OPS)
+             | SOFTMAX_OPS | RESIZE_OPS | MOVE_OPS | VIEW_OPS | HEAD_OPS | QDQ_OPS)
 
 
 def _prod(xs: Sequence[int]) -> int:
@@ -62,13 +68,13 @@ def _prod(xs: Sequence[int]) -> int:
 
 
 def kind(op: str, groups: int = 1, in_channels: int | None = None) -> str:
-    if op in ("Conv", "ConvTranspose"):
+    if op in ("Conv", "ConvTranspose", "QLinearConv", "ConvInteger"):
         return "depthwise" if groups > 1 and in_channels == groups else "conv"
-    if op in ("Gemm", "MatMul"):
+    if op in ("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger"):
         return "gemm"
     if op in POOL_OPS or op in GLOBAL_POOL_OPS:
         return "pool"
-    if op in ELEMENTWISE_COST:
+    if op in ELEMENTWISE_COST or op in QDQ_OPS:
         return "elementwise"
     if op in RESIZE_OPS:
         return "resize"
@@ -82,8 +88,9 @@ def kind(op: str, groups: int = 1, in_channels: int | None = None) -> str:
 def macs(op: str, attrs: dict, in_shapes: list, out_shapes: list) -> int:
     """Multiply-accumulates of one node; shapes are tuples (None where unknown)."""
     out = out_shapes[0] if out_shapes else None
-    if op == "Conv":
-        w = in_shapes[1] if len(in_shapes) > 1 else None
+    if op in ("Conv", "ConvInteger", "QLinearConv"):
+        at = 3 if op == "QLinearConv" else 1
+        w = in_shapes[at] if len(in_shapes) > at else None
         if out is None or w is None or len(w) < 2:
             return 0
         return _prod(out) * _prod(w[1:])
@@ -98,7 +105,7 @@ def macs(op: str, attrs: dict, in_shapes: list, out_shapes: list) -> int:
             return 0
         k = a[0] if attrs.get("transA", 0) else a[1]
         return _prod(out) * int(k)
-    if op == "MatMul":
+    if op in ("MatMul", "MatMulInteger", "QLinearMatMul"):
         a = in_shapes[0]
         if out is None or not a:
             return 0
@@ -109,12 +116,13 @@ def macs(op: str, attrs: dict, in_shapes: list, out_shapes: list) -> int:
 def flops(op: str, attrs: dict, in_shapes: list, out_shapes: list, mac: int) -> int:
     out = out_shapes[0] if out_shapes else None
     out_elems = _prod(out) if out is not None else 0
-    if op in ("Conv", "ConvTranspose"):
-        return 2 * mac + (out_elems if len(in_shapes) > 2 and in_shapes[2] is not None else 0)
-    if op == "Gemm":
-        return 2 * mac + (out_elems if len(in_shapes) > 2 and in_shapes[2] is not None else 0)
-    if op == "MatMul":
+    if op in BIAS_INPUT:
+        at = BIAS_INPUT[op]
+        return 2 * mac + (out_elems if len(in_shapes) > at and in_shapes[at] is not None else 0)
+    if op in HEAD_OPS:
         return 2 * mac
+    if op in QDQ_OPS:
+        return 2 * out_elems
     if op in ELEMENTWISE_COST:
         return ELEMENTWISE_COST[op] * out_elems
     if op in POOL_OPS:
