@@ -1,0 +1,196 @@
+"""The TensorRT plan cache: build once, load many times, never load a plan built for something else.
+
+A plan is only valid for the TensorRT version and the GPU (name and compute capability) that
+built it, and for the ONNX file and build options it was built from. All of these go into the
+cache key (the file name), and again into a small header written in front of the plan, so a
+plan that was copied, renamed or built by another TensorRT is caught by the header check and
+rebuilt instead of being handed to the runtime. A plan whose bytes do not match the header's
+hash (a truncated write, a disk error) is rebuilt with a warning.
+
+File layout: ``MAGIC`` + 4-byte big-endian header length + JSON header + plan bytes.
+"""
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+MAGIC = b"PYTEST-JETSON-TRT-PLAN\n"
+HEADER_VERSION = 1
+_CHUNK = 1 << 20
+
+
+class PlanCacheWarning(UserWarning):
+    """A cached plan was stale, foreign or corrupt and is being rebuilt."""
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def onnx_digest(path: Path) -> str:
+    """Hash of the ONNX file plus its external-data files (weights stored beside the graph)."""
+    h = hashlib.sha256(file_sha256(path).encode())
+    folder = path.parent
+    try:
+        import onnx
+
+        proto = onnx.load(str(path), load_external_data=False)
+        locations = set()
+        for init in proto.graph.initializer:
+            for entry in init.external_data:
+                if entry.key == "location":
+                    locations.add(entry.value)
+        for loc in sorted(locations):
+            data = folder / loc
+            if data.is_file():
+                h.update(loc.encode())
+                h.update(file_sha256(data).encode())
+    except Exception:
+        pass  # an unreadable graph fails in the parser with its own message
+    return h.hexdigest()
+
+
+def default_cache_dir() -> Path:
+    """``$PYTEST_JETSON_CACHE/engines`` (the model zoo's cache root), else the user cache dir."""
+    try:
+        from ..models import zoo
+
+        return Path(zoo.cache_dir()) / "engines"
+    except ImportError:
+        env = os.environ.get("PYTEST_JETSON_CACHE")
+        base = Path(env).expanduser() if env else Path.home() / ".cache" / "pytest-jetson"
+        return base / "engines"
+
+
+@dataclass(frozen=True)
+class PlanKey:
+    """Everything a plan depends on. ``digest`` names the cache file."""
+
+    onnx_sha256: str
+    tensorrt: str
+    gpu_name: str
+    compute_capability: str
+    options: Dict[str, Any]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "onnx_sha256": self.onnx_sha256, "tensorrt": self.tensorrt, "gpu_name": self.gpu_name,
+            "compute_capability": self.compute_capability, "options": dict(self.options),
+        }
+
+    @property
+    def digest(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def plan_path(cache_dir: Path, label: str, key: PlanKey) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:80]
+    return Path(cache_dir) / f"{safe}-{key.digest[:20]}.plan"
+
+
+def timing_cache_path(cache_dir: Path, tensorrt: str, gpu_name: str, compute_capability: str) -> Path:
+    """One timing cache per TensorRT version and GPU: tactics timed once serve every build."""
+    tag = hashlib.sha256(f"{tensorrt}|{gpu_name}|{compute_capability}".encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"timing-{tag}.cache"
+
+
+def encode(key: PlanKey, plan: bytes) -> bytes:
+    header = dict(key.to_dict(), header_version=HEADER_VERSION, digest=key.digest,
+                  plan_sha256=hashlib.sha256(plan).hexdigest(), plan_bytes=len(plan),
+                  created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    blob = json.dumps(header, sort_keys=True).encode()
+    return MAGIC + struct.pack(">I", len(blob)) + blob + plan
+
+
+class StalePlan(Exception):
+    """Why a cached file cannot be used (internal: the caller warns and rebuilds)."""
+
+
+def decode(data: bytes, key: PlanKey) -> bytes:
+    """The plan in ``data`` if it was built for ``key``; raises StalePlan saying why not."""
+    if not data.startswith(MAGIC):
+        raise StalePlan("it has no pytest-jetson header (a foreign or corrupt file)")
+    off = len(MAGIC)
+    if len(data) < off + 4:
+        raise StalePlan("its header is truncated")
+    (n,) = struct.unpack(">I", data[off:off + 4])
+    try:
+        header = json.loads(data[off + 4:off + 4 + n].decode())
+    except (UnicodeDecodeError, ValueError):
+        raise StalePlan("its header is not readable JSON") from None
+    if header.get("header_version") != HEADER_VERSION:
+        raise StalePlan(f"its header version is {header.get('header_version')!r}, not {HEADER_VERSION}")
+    if header.get("tensorrt") != key.tensorrt:
+        raise StalePlan(f"it was built by TensorRT {header.get('tensorrt')}, this is TensorRT {key.tensorrt}")
+    if (header.get("gpu_name"), header.get("compute_capability")) != (key.gpu_name, key.compute_capability):
+        raise StalePlan(
+            f"it was built for {header.get('gpu_name')} (sm {header.get('compute_capability')}), "
+            f"this is {key.gpu_name} (sm {key.compute_capability})"
+        )
+    if header.get("digest") != key.digest:
+        raise StalePlan("it was built from another ONNX file or with other build options")
+    plan = data[off + 4 + n:]
+    if len(plan) != header.get("plan_bytes") or hashlib.sha256(plan).hexdigest() != header.get("plan_sha256"):
+        raise StalePlan("its plan bytes do not match the header's hash (truncated or corrupt)")
+    return plan
+
+
+def load(path: Path, key: PlanKey, what: str) -> Optional[bytes]:
+    """The cached plan at ``path`` for ``key``, or None (missing; or stale: warned, to rebuild)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warnings.warn(f"{what}: cannot read the cached plan {str(path)!r} ({exc}); rebuilding it",
+                      PlanCacheWarning, stacklevel=3)
+        return None
+    try:
+        return decode(data, key)
+    except StalePlan as why:
+        warnings.warn(f"{what}: the cached plan {str(path)!r} cannot be used: {why}; rebuilding it",
+                      PlanCacheWarning, stacklevel=3)
+        return None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so no reader ever sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, str(path))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def store(path: Path, key: PlanKey, plan: bytes) -> None:
+    write_atomic(path, encode(key, plan))
+
+
+def lock(path: Path) -> Any:
+    """A file lock around building one plan (pytest-xdist workers and pools build it once)."""
+    import filelock
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return filelock.FileLock(str(path) + ".lock")
