@@ -231,3 +231,10 @@ def test_items_set_after_the_run_give_energy_per_item():
     t.items = 100
     assert t.summary.items == 100 and t.summary.energy_per_item_j == pytest.approx(t.summary.energy_j / 100)
     assert t.summary.power_mode_start == "MAXN"
+
+
+def test_jtop_service_running_slower_than_asked_is_not_a_gap(fake_jtop, monkeypatch):
+    monkeypatch.setattr(FakeJtop, "interval", property(lambda self: 1.0, lambda self, v: None))
+    with Sampler(JtopSource(), interval="10ms") as t:
+        time.sleep(0.1)
+    assert t.summary.interval == 1.0 and t.summary.gaps == []

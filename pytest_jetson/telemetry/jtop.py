@@ -48,6 +48,7 @@ class JtopSource(Source):
         self._jetson: Any = None
         self._last_time: Any = None
         self.power_basis: Optional[str] = None
+        self.effective_interval: Optional[float] = None
 
     @classmethod
     def probe(cls) -> Optional[str]:
@@ -67,8 +68,11 @@ class JtopSource(Source):
         except ImportError as exc:
             raise TelemetryError(f"telemetry source jtop: {JTOP_MISSING}") from exc
         try:
-            self._jetson = mod.jtop(interval=max(interval, 0.1))
+            self._jetson = mod.jtop(interval=interval)
             self._jetson.start()
+            # The service keeps the interval its first client asked for; jtop reports it.
+            actual = _num(getattr(self._jetson, "interval", None))
+            self.effective_interval = actual if actual and actual > 0 else interval
         except Exception as exc:
             # jtop raises JtopException("The jtop.service is not active...") when it is down.
             self._jetson = None

@@ -261,7 +261,9 @@ class Sampler:
         self._summary = summarize(
             self._series,
             source=self.source.name,
-            interval=self.interval,
+            # Gaps are judged against the pace the source really keeps (jtop's service may run
+            # slower than asked).
+            interval=max(self.interval, getattr(self.source, "effective_interval", None) or 0.0),
             tried=self.tried,
             items=self.items,
             start=self.start_time,
