@@ -271,3 +271,21 @@ def test_quantized_qdq_graph_counts_int8_weights_as_parameters():
     (kernel,) = stats.kernels()
     assert kernel.layers == ["conv", "relu"] and kernel.kind == "conv"
     assert kernel.input_elems == 2 * 8 * 20 * 20
+
+
+def test_model_local_functions_are_counted_inside():
+    pytest.importorskip("onnx.inliner")
+    body = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+            helper.make_node("Relu", ["c"], ["y"])]
+    fn = helper.make_function("custom.blocks", "ConvRelu", ["x", "w"], ["y"], body,
+                              [helper.make_opsetid("", 17)])
+    w = numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "w")
+    call = helper.make_node("ConvRelu", ["input", "w"], ["out"], domain="custom.blocks", name="block")
+    model = _model([call], [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 8, 8])],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 4, 8, 8])], [w])
+    model.opset_import.append(helper.make_opsetid("custom.blocks", 1))
+    model.functions.append(fn)
+    stats = analyze(model, batch=2)
+    assert stats.unknown_ops == []
+    assert stats.macs == 2 * 4 * 8 * 8 * 3 and stats.params == 12
+    assert stats.output_shapes == [(2, 4, 8, 8)]

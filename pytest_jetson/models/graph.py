@@ -223,6 +223,16 @@ def _skeleton(model, where: str):
         e = s.external_data.add()
         e.key, e.value = "location", "__pytest_jetson_structure_only__"
     sk.doc_string = where
+    if model.functions:
+        # torch's dynamo exporter wraps modules in model-local functions; count what they contain
+        sk.functions.extend(model.functions)
+        try:
+            from onnx import inliner
+
+            sk = inliner.inline_local_functions(sk)
+            sk.doc_string = where
+        except Exception:  # older onnx: the calls stay opaque and are listed as unknown ops
+            pass
     return sk
 
 
