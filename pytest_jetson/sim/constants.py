@@ -26,6 +26,7 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "host_us": 120.0,        # per-inference host cost (sync, bindings) at cpu_ref_mhz
     "copy_gbs": 2.0,         # host staging rate of fp32 I/O (pageable H2D/D2H copies)
     "cpu_ref_mhz": 1500.0,
+    "graphs_factor": 0.2,    # host work left when a harness replays CUDA graphs (calibration only)
     "switch_frac": 0.03,     # GPU time-slice switching overhead per extra process
     "core_share": 0.5,       # share of online CPU cores inference threads get (big.LITTLE, seeds)
     "dla_eff": 0.25,

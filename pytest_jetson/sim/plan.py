@@ -99,9 +99,10 @@ def device_constants(hw: Hardware, notes: List[str]) -> Dict[str, float]:
         prof = get(hw.device_id)
         budgets = [m.budget_w for m in prof.power_modes if m.budget_w]
         ref = max(budgets) if budgets else 15.0
-        c["idle_w"] = round(0.18 * ref + 1.0, 2)
+        # Orin Nano: 3.52 W idle against a 25 W top budget, about 0.14 of it.
+        c["idle_w"] = round(0.14 * ref + 0.5, 2)
         notes.append(f"no published idle power for {hw.name}: idle {c['idle_w']} W assumed "
-                     "(0.18 x the largest mode budget + 1 W)")
+                     "(0.14 x the largest mode budget + 0.5 W, the Orin Nano's ratio)")
     return c
 
 

@@ -84,6 +84,14 @@ def _oom_message(hw, model, precision, batch, processes, per_process, parts, ava
             "batches")
 
 
+def evaluate_one(hw: Any, w: Any, precision: str, batch: int, n_gpu: int, n_dla: int,
+                 c: Dict[str, float]) -> Dict[str, float]:
+    """The model's raw outputs for one configuration (used by predict and by calibration)."""
+    engines = plan.Engines(w, hw, c)
+    cfg = plan.stack([plan.config_row(hw, w, engines, precision, batch, n_gpu, n_dla, c)])
+    return core.scalar(core.evaluate(engines.tables, cfg, c))
+
+
 def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, processes: int = 1,
             power_mode: Any = None, accelerator: str = "gpu", resolution: Any = None) -> Prediction:
     """Predict throughput, latency, memory, power and energy of ``model`` on a simulated ``device``.
@@ -110,9 +118,7 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
         raise OutOfMemory(_oom_message(hw, w.name, p, batch, processes, per_process, parts, available),
                           needed=per_process * processes, available=available)
 
-    engines = plan.Engines(w, hw, c)
-    cfg = plan.stack([plan.config_row(hw, w, engines, p, batch, n_gpu, n_dla, c)])
-    out = core.scalar(core.evaluate(engines.tables, cfg, c))
+    out = evaluate_one(hw, w, p, batch, n_gpu, n_dla, c)
     p50, p99 = core.percentiles(np.array([out["latency"]]), np.array([out["latency_alone"]]))
     if out["budget_unmet"]:
         notes.append(f"power mode {hw.mode}: board power exceeds the {hw.budget_w} W budget even at the "

@@ -139,11 +139,12 @@ class Costs:
 
 def _quantisation(m: np.ndarray, n: np.ndarray, tile: float, slots: float) -> np.ndarray:
     """Padded work over useful work: partial tiles and the last partial wave of CTAs."""
-    tm = np.ceil(m / tile)
-    tn = np.ceil(n / tile)
-    tiles = tm * tn
+    # TensorRT picks smaller tiles for thin dimensions (a batch-1 FC is a GEMV, not a padded GEMM).
+    edge_m = np.minimum(tile, 2.0 ** np.ceil(np.log2(np.maximum(m, 1.0))))
+    edge_n = np.minimum(tile, 2.0 ** np.ceil(np.log2(np.maximum(n, 1.0))))
+    tiles = np.ceil(m / edge_m) * np.ceil(n / edge_n)
     waves = np.ceil(tiles / slots)
-    return np.maximum(1.0, waves * slots * tile * tile / np.maximum(m * n, 1.0))
+    return np.maximum(1.0, waves * slots * edge_m * edge_n / np.maximum(m * n, 1.0))
 
 
 def costs(w: Workload, arch: str, sm: int, has_tc: bool, precision: str, batch: int,
