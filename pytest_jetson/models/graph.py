@@ -76,6 +76,10 @@ class KernelStats:
 
 @dataclass
 class GraphStats:
+    """A graph analysed at one batch size. ``macs``/``flops``/activation counts are totals for the
+    whole batch; ``params`` and weights do not depend on it. ``params`` counts trainable
+    parameters as torch does (BatchNorm running statistics and fixed constants are not)."""
+
     name: str
     batch: int
     params: int
@@ -116,10 +120,11 @@ class GraphStats:
 
     def to_batch(self, batch: int) -> GraphStats:
         """The same graph analysed at another batch size (MACs and activations scale, weights not)."""
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ModelError(f"{self.name}: batch {batch!r} must be a positive int")
         if batch == self.batch:
             return self
-        stats = _analyze_skeleton(self._skeleton, batch, self.name)
-        return stats
+        return _analyze_skeleton(self._skeleton, batch, self.name)
 
 
 def analyze(path_or_model, batch: int = 1) -> GraphStats:
@@ -167,8 +172,8 @@ def _load(obj):
     try:
         model.ParseFromString(data)
     except Exception as exc:  # protobuf raises DecodeError or RuntimeWarning-ish errors by version
-        raise ModelError(f"{where} is not a valid ONNX file ({exc.__class__.__name__}): it may be truncated or another format; "
-                         "re-export it") from None
+        raise ModelError(f"{where} is not a valid ONNX file ({exc.__class__.__name__}): it may be "
+                         "truncated or another format; re-export it") from None
     _check_model(model, where)
     return model, where
 
@@ -183,13 +188,13 @@ def _check_model(model, where: str) -> None:
     for node in g.node:
         for name in node.input:
             if name not in known:
-                raise ModelError(f"{where}: node {node.name or node.op_type!r} reads {name!r}, which nothing produces: the file is truncated "
-                                 "or corrupt; re-export it")
+                raise ModelError(f"{where}: node {node.name or node.op_type!r} reads {name!r}, which "
+                                 "nothing produces: the file is truncated or corrupt; re-export it")
         known.update(node.output)
     for o in g.output:
         if o.name not in known:
-            raise ModelError(f"{where}: graph output {o.name!r} is never produced: the file is truncated or corrupt; "
-                             "re-export it")
+            raise ModelError(f"{where}: graph output {o.name!r} is never produced: the file is "
+                             "truncated or corrupt; re-export it")
 
 
 def _skeleton(model, where: str):
@@ -202,26 +207,27 @@ def _skeleton(model, where: str):
     sk.opset_import.extend(model.opset_import)
     g = sk.graph
     g.name = model.graph.name
-    g.node.extend(model.graph.node)
+    for node in model.graph.node:
+        copy = g.node.add()
+        copy.CopyFrom(node)
+        if node.op_type == "Constant":
+            for a in copy.attribute:
+                if a.name == "value" and _numel(a.t.dims) > _SMALL_CONSTANT:
+                    _strip(a.t)  # old exporters put weights in Constant nodes
     g.input.extend(model.graph.input)
     g.output.extend(model.graph.output)
     for o in g.output:
         # re-inferred at the requested batch
         o.type.tensor_type.ClearField("shape")
     for t in model.graph.initializer:
-        n = 1
-        for d in t.dims:
-            n *= d
-        if n <= _SMALL_CONSTANT and t.data_location != TensorProto.EXTERNAL:
+        if _numel(t.dims) <= _SMALL_CONSTANT and t.data_location != TensorProto.EXTERNAL:
             g.initializer.add().CopyFrom(t)
             continue
         s = g.initializer.add()
         s.name = t.name
         s.data_type = t.data_type
         s.dims.extend(t.dims)
-        s.data_location = TensorProto.EXTERNAL
-        e = s.external_data.add()
-        e.key, e.value = "location", "__pytest_jetson_structure_only__"
+        _strip(s)
     sk.doc_string = where
     if model.functions:
         # torch's dynamo exporter wraps modules in model-local functions; count what they contain
@@ -234,6 +240,27 @@ def _skeleton(model, where: str):
         except Exception:  # older onnx: the calls stay opaque and are listed as unknown ops
             pass
     return sk
+
+
+def _numel(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def _strip(t) -> None:
+    """Keep a tensor's name, type and dims; mark its data as external at a place that does not
+    exist, so shape inference sees the shape and nothing can read the bytes."""
+    from onnx import TensorProto
+
+    for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
+              "string_data"):
+        t.ClearField(f)
+    del t.external_data[:]
+    t.data_location = TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", "__pytest_jetson_structure_only__"
 
 
 def _dims(type_proto) -> List | None:
