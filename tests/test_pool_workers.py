@@ -173,3 +173,23 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_spawned_workers_do_not_reimport_pytests_main(monkeypatch):
+    import types
+
+    from pytest_jetson.run.pool_procs import _lean_main
+
+    fake_pytest = types.ModuleType("__main__")
+    fake_pytest.__file__ = "/usr/bin/pytest"
+    monkeypatch.setitem(sys.modules, "__main__", fake_pytest)
+    with _lean_main():
+        assert sys.modules["__main__"] is not fake_pytest
+        assert getattr(sys.modules["__main__"], "__file__", None) is None
+    assert sys.modules["__main__"] is fake_pytest
+
+    script = types.ModuleType("__main__")
+    script.__file__ = "/home/me/run_pools.py"  # a user's script: its objects must stay resolvable
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    with _lean_main():
+        assert sys.modules["__main__"] is script

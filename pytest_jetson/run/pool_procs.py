@@ -8,14 +8,17 @@ and every process is terminated, then killed, before ``run`` returns or raises, 
 KeyboardInterrupt too.
 """
 
+import contextlib
 import functools
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
+import types
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from ..errors import WorkerError
 
@@ -127,7 +130,8 @@ class ProcessPool:
             state.process, state.conn = process, receiver
             self.workers.append(state)
             state.t_spawn = time.perf_counter()
-            process.start()
+            with _lean_main():
+                process.start()
             state.extra["pid"] = process.pid
             # the child holds its own copy; closing ours lets recv() see EOF when it dies
             sender.close()
@@ -309,6 +313,29 @@ class ProcessPool:
                     w.process.close()
                 except Exception:
                     pass
+
+
+@contextlib.contextmanager
+def _lean_main() -> Iterator[None]:
+    """Spawn without re-importing pytest in every worker.
+
+    ``spawn`` makes a child import the parent's ``__main__`` (as ``__mp_main__``) so objects
+    pickled from it resolve. Under pytest that main is pytest's own, and importing pytest costs a
+    worker a few hundred milliseconds of start-up; nothing a worker receives lives there (its target
+    and the engine factories are importable by name), so we hide it while the child is started.
+    Any other ``__main__`` (a user's script) is kept."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    path = os.path.basename(getattr(main, "__file__", None) or "")
+    is_pytest = name.split(".")[0] in ("pytest", "_pytest", "py") or path in ("pytest", "py.test", "pytest.exe")
+    if main is None or not is_pytest:
+        yield
+        return
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def worker_set_start_time(parties: int) -> None:

@@ -1,0 +1,86 @@
+"""The pool's own overhead: start-up per worker beyond its engine's load, and the start skew.
+
+Run: python3 -m pytest tests/benchmarks/test_bench_pool.py --benchmark-only
+
+The timed call is a whole pool (spawn, load, warm-up, window, report, clean-up); ``extra_info``
+holds what matters for a measurement's quality, per worker and over every round:
+
+- ``startup_overhead_s``: from ``Process.start()`` in the parent to the worker's engine being
+  ready, minus the engine's own load time (interpreter start, imports, pipes);
+- ``start_skew_ms``: spread of the workers' window starts (goal: under 5 ms on a 2-core host);
+- ``overhead_s``: the call's wall time beyond warm-up plus window.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+from pytest_jetson.run.pool import run_pool
+
+pytest.importorskip("pytest_benchmark")
+
+FAKE = ("fake", {"engine_factory": "pytest_jetson.run.pool_fakes:open_fake", "delay": 0.001})
+WINDOW, WARMUP = 0.2, 0.05
+
+
+def _record(benchmark, pools, walls):
+    over = [w.extra["startup_overhead_s"] for m in pools for w in m.workers]
+    spawn = [w.extra["spawn_s"] for m in pools for w in m.workers]
+    load = [w.extra["load_s"] for m in pools for w in m.workers]
+    skew = [m.start_skew * 1e3 for m in pools]
+    benchmark.extra_info.update(
+        processes=pools[0].processes,
+        rounds=len(pools),
+        startup_overhead_s_mean=float(np.mean(over)),
+        startup_overhead_s_max=float(np.max(over)),
+        spawn_s_mean=float(np.mean(spawn)),
+        engine_load_s_mean=float(np.mean(load)),
+        start_skew_ms_mean=float(np.mean(skew)),
+        start_skew_ms_median=float(np.median(skew)),
+        start_skew_ms_max=float(np.max(skew)),
+        overhead_s_mean=float(np.mean(walls)) - (WINDOW + WARMUP),
+    )
+
+
+@pytest.mark.parametrize("processes", [1, 2, 4])
+def test_bench_pool_overhead(benchmark, processes):
+    """A near-empty engine (1 ms sleeps): what is left is the pool's own cost."""
+    pools, walls = [], []
+
+    def once():
+        t = time.perf_counter()
+        m = run_pool(FAKE, processes=processes, backend="onnxruntime", duration=WINDOW, warmup=WARMUP)
+        walls.append(time.perf_counter() - t)
+        pools.append(m)
+        return m
+
+    m = benchmark.pedantic(once, rounds=5, iterations=1)
+    assert m.processes == processes
+    _record(benchmark, pools, walls)
+
+
+def test_bench_pool_onnxruntime(benchmark):
+    """Two real onnxruntime workers on a small model: load time next to the pool's overhead."""
+    pytest.importorskip("onnxruntime")
+    from pytest_jetson.models import zoo
+
+    zoo.path("squeezenet1_1", resolution=64)
+    pools, walls = [], []
+
+    def once():
+        t = time.perf_counter()
+        m = run_pool("squeezenet1_1", processes=2, backend="onnxruntime", resolution=64,
+                     precision="fp32", duration=WINDOW, warmup=WARMUP)
+        walls.append(time.perf_counter() - t)
+        pools.append(m)
+        return m
+
+    benchmark.pedantic(once, rounds=3, iterations=1)
+    _record(benchmark, pools, walls)
+
+
+def test_bench_simulated_pool(benchmark):
+    """Eight simulated processes for a 10 s window: the contention model's cost in real time."""
+    m = benchmark(run_pool, "resnet50", processes=8, precision="int8", duration="10s", warmup="1s")
+    assert m.processes == 8
