@@ -59,6 +59,17 @@ def test_two_onnxruntime_workers(model_file):
     assert all("resource_tracker" in " ".join(psutil.Process(p).cmdline()) for p in left)
 
 
+def test_one_sampler_watches_the_whole_pool(model_file):
+    m = run_pool(MODEL, processes=2, backend="onnxruntime", resolution=RES, precision="fp32",
+                 duration="0.5s", warmup="0.1s", telemetry="host")
+    t = m.telemetry
+    assert t is not None and t.source == "host" and t.samples >= 2
+    assert t.duration == pytest.approx(0.5, abs=0.25)  # the window, not the spawn and load
+    # the host source follows the parent's process tree, so it sees both workers' memory
+    assert m.memory == t.memory_peak_bytes >= sum(w.engine_memory for w in m.workers)
+    assert all(w.telemetry is None for w in m.workers)
+
+
 @pytest.mark.slow
 def test_throughput_physics_of_1_2_4_processes(model_file):
     runs = {n: _pool(n) for n in (1, 2, 4)}

@@ -88,6 +88,14 @@ def test_worker_killed_by_a_signal(no_orphans):
     assert "Segmentation fault" in msg  # faulthandler's traceback from the worker's output
 
 
+def test_worker_killed_like_the_oom_killer_does(no_orphans):
+    with pytest.raises(WorkerError) as info:
+        run_pool(_fake(fault="kill", fault_worker=1, fault_after=2), processes=2, **QUICK)
+    msg = str(info.value)
+    assert "pool worker 1 of 2" in msg and "killed by SIGKILL (signal 9)" in msg and "OOM killer" in msg
+    assert "about to kill after 2 calls" in msg
+
+
 def test_worker_that_exits(no_orphans):
     with pytest.raises(WorkerError, match=r"pool worker 1 of 2 .* died during the measurement window: exit code 7"):
         run_pool(_fake(fault="exit", fault_worker=1), processes=2, **QUICK)

@@ -8,7 +8,7 @@ Pass ``engine_factory="pytest_jetson.run.pool_fakes:open_fake"`` in a workload's
 Every worker's engine sleeps ``delay`` seconds per ``infer`` (``work="spin"``: burns the CPU
 instead, like CPU inference). The worker whose index is ``fault_worker`` (default every worker)
 misbehaves as ``fault`` says: ``raise-on-load``, ``hang-on-load``, ``raise`` / ``segfault`` /
-``exit`` / ``hang`` after ``fault_after`` inferences of the timed window (warm-up calls do not
+``kill`` (SIGKILL, as the OOM killer) / ``exit`` / ``hang`` after ``fault_after`` inferences of the timed window (warm-up calls do not
 count). It prints a line first so tests can check that the worker's last output is reported.
 """
 
@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 WORKER_ENV = "PYTEST_JETSON_POOL_WORKER"
 
-FAULTS = ("raise-on-load", "hang-on-load", "raise", "segfault", "exit", "hang")
+FAULTS = ("raise-on-load", "hang-on-load", "raise", "segfault", "kill", "exit", "hang")
 
 
 def worker_index() -> Optional[int]:
@@ -80,6 +80,11 @@ class FakeEngine:
             import ctypes
 
             ctypes.string_at(0)
+        if self.fault == "kill":
+            # what the kernel's OOM killer does
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
         if self.fault == "exit":
             os._exit(7)
         if self.fault == "hang":
@@ -109,5 +114,5 @@ def open_fake(model: Any, *, backend: str = "fake", device: Any = None, seed: in
         print(f"fake engine {model}: hanging while loading", flush=True)
         while True:
             time.sleep(3600)
-    in_window = fault if (mine and fault in ("raise", "segfault", "exit", "hang")) else None
+    in_window = fault if (mine and fault in ("raise", "segfault", "kill", "exit", "hang")) else None
     return FakeEngine(str(model), precision, batch, delay, work, in_window, fault_after)
