@@ -430,7 +430,12 @@ class TegrastatsSource(Source):
         if out:
             return out
         if ended and not self._stopping:
-            code = self._proc.poll() if self._proc is not None else None
+            code = None
+            if self._proc is not None:
+                try:  # its output has ended, so it is exiting: wait for the code
+                    code = self._proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
             raise SourceDied(f"tegrastats exited (code {code}) while sampling")
         return out
 
