@@ -128,6 +128,8 @@ def _fmt_env(key: str, v: Any) -> str:
 def _fmt_p(p: Optional[float]) -> str:
     if p is None:
         return "-"
+    if p < 1e-300:
+        return "<1e-300"
     if p < 1e-4:
         return f"{p:.0e}"
     return f"{p:.2g}"
@@ -256,7 +258,7 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
     lo, hi = bad_log - k, bad_log + k
     z = log_r / se if se > 0 else math.inf
     v.p_value = math.erfc(abs(z) / math.sqrt(2.0))
-    sig = f"p={_fmt_p(v.p_value)}, {confidence * 100:.3g}% CI of the change {_worse_range(lo, hi, direction)}"
+    sig = f"p{'' if _fmt_p(v.p_value).startswith('<') else '='}{_fmt_p(v.p_value)}, {confidence * 100:.3g}% CI of the change {_worse_range(lo, hi, direction)}"
     if worse > tol and lo > 0:
         v.outcome = "fail"
         v.message = f"perf bound failed: {head}; significant ({sig}){tail}"

@@ -28,6 +28,8 @@ def nothing_recorded_message(test: str) -> str:
 class TestResult:
     """What the gate concluded about one test (JSON-friendly through ``to_dict``)."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     nodeid: str
     measurements: List[Dict[str, Any]] = field(default_factory=list)
     keys: List[str] = field(default_factory=list)
@@ -62,7 +64,8 @@ class TestResult:
         others = [v for v in self.verdicts if v not in bad]
         if others:
             lines.append("other bounds: " + "; ".join(
-                f"{v.metric} {v.bound!r} {v.outcome}" + (f" [{v.measurement}]" if v.measurement else "")
+                f"{v.metric} {v.bound!r} {v.outcome}"
+                + (f" [{v.measurement.split('|')[-1]}]" if "|" in v.measurement else "")
                 for v in others))
         return "\n".join(lines)
 
@@ -150,6 +153,11 @@ class GateSession:
                               missing_baseline=s.missing_baseline, fingerprint=fp,
                               allow_env_mismatch=s.allow_env_mismatch, device=self.device.id)
                 v.measurement = key if len(keys) > 1 else (getattr(m, "name", "") or "")
+                if len(keys) > 1:
+                    tag = f"[{key.split('|', 1)[-1]}] "
+                    lead = "perf bound failed: "
+                    v.message = (lead + tag + v.message[len(lead):] if v.message.startswith(lead)
+                                 else tag + v.message)
                 v.test = nodeid
                 result.verdicts.append(v)
         if s.update_baselines and load_error is None:

@@ -1,0 +1,366 @@
+"""The perf marker and the gate as a user sees them: pytest runs of small suites (pytester)."""
+
+import json
+
+import pytest
+
+HELPER = '''
+import os
+import numpy as np
+from pytest_jetson.run.measurement import Measurement
+
+def mk(scale=None, n=2000, seed=None, name="m", sigma=0.05, **kw):
+    scale = float(os.environ.get("SCALE", "1")) if scale is None else scale
+    seed = int(os.environ.get("SEED", "0")) if seed is None else seed
+    rng = np.random.default_rng(seed)
+    lat = list(0.01 * scale * rng.lognormal(0, sigma, n))
+    return Measurement(name=name, batch=8, latencies=lat, duration=float(sum(lat)), items=8 * n,
+                       precision="int8", **kw)
+'''
+
+SUITE = '''
+import pytest
+from perfhelp import mk
+
+@pytest.mark.perf(throughput="5%", latency_p99="10%")
+def test_a(perf):
+    perf.record(mk())
+
+@pytest.mark.perf(throughput=">= 100/s")
+def test_b(perf):
+    perf.record(mk())
+'''
+
+
+@pytest.fixture
+def suite(pytester, monkeypatch):
+    pytester.syspathinsert()
+    pytester.makepyfile(perfhelp=HELPER)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.setenv("SCALE", "1")
+    monkeypatch.setenv("SEED", "0")
+    return pytester
+
+
+def run(pytester, *args):
+    return pytester.runpytest("--jetson-device", "orin-nano", "-p", "no:cacheprovider", *args)
+
+
+def baseline_doc(pytester, module="test_suite.py"):
+    return json.loads((pytester.path / "baselines" / "orin-nano-8gb" / (module + ".json")).read_text())
+
+
+# -- marks ------------------------------------------------------------------------------------------
+def test_malformed_bound_is_a_collection_error_pointing_at_the_token(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+        @pytest.mark.perf(latency_p99="<= 15 sec")
+        def test_a(perf):
+            pass
+    ''')
+    r = run(suite)
+    assert r.ret == 2
+    r.stdout.fnmatch_lines([
+        "*ERROR collecting test_suite.py*",
+        "*test_suite.py::test_a:*",
+        "*cannot read bound latency_p99='<= 15 sec': unit 'sec' does not fit latency_p99*",
+        "*latency_p99='<= 15 sec'",
+        "*^^^",
+        "*1 error*",
+    ])
+
+
+def test_unknown_metric_suggests_closest(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+        @pytest.mark.perf(througput="5%")
+        def test_a(perf):
+            pass
+    ''')
+    r = run(suite)
+    assert r.ret == 2
+    r.stdout.fnmatch_lines(["*unknown metric 'througput'. Did you mean 'throughput'?*"])
+
+
+def test_conflicting_marks_on_class_and_test_are_a_collection_error(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+        pytestmark = pytest.mark.perf(power="<= 10 W")
+
+        @pytest.mark.perf(throughput=">= 900/s")
+        class TestX:
+            @pytest.mark.perf(throughput=">= 800/s", power="<= 10 W")
+            def test_a(self, perf):
+                pass
+    ''')
+    r = run(suite)
+    assert r.ret == 2
+    r.stdout.fnmatch_lines([
+        "*perf marks conflict on throughput: throughput='>= 800/s' (test_a) and "
+        "throughput='>= 900/s' (class TestX)*",
+    ])
+
+
+def test_absolute_bounds_pass_and_fail_with_message(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+        from perfhelp import mk
+
+        pytestmark = pytest.mark.perf(latency_p99="<= 1 s")
+
+        @pytest.mark.perf(throughput=">= 700/s")
+        def test_ok(perf):
+            perf.record(mk())
+
+        @pytest.mark.perf(throughput=">= 900/s")
+        def test_slow(perf):
+            perf.record(mk())
+    ''')
+    r = run(suite)
+    r.assert_outcomes(passed=1, failed=1)
+    r.stdout.fnmatch_lines([
+        "*perf bound failed: throughput 8*/s (99% CI 7*/s..8*/s) violates the bound >= 900.0/s*",
+        "*other bounds: latency_p99 '<= 1 s' pass*",
+    ])
+
+
+def test_perf_marks_without_measurement_error(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+
+        @pytest.mark.perf(throughput=">= 1/s")
+        def test_forgot(perf):
+            pass
+
+        @pytest.mark.perf(throughput=">= 1/s")
+        def test_no_fixture():
+            pass
+    ''')
+    r = run(suite)
+    r.assert_outcomes(passed=2, errors=2)
+    r.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_forgot*",
+        "*test_forgot has perf bounds but recorded no measurement: call perf.measure(...) or perf.record(...)*",
+    ])
+
+
+def test_bound_on_unmeasured_metric_names_sources_tried(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+        from perfhelp import mk
+        from pytest_jetson.telemetry.summary import TelemetrySummary
+
+        @pytest.mark.perf(power="<= 10 W")
+        def test_power(perf):
+            t = TelemetrySummary(source="host", samples=20,
+                                 tried=[("jtop", "jetson-stats not installed"),
+                                        ("tegrastats", "not on PATH")])
+            perf.record(mk(telemetry=t))
+    ''')
+    r = run(suite)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines([
+        "*perf bound power '<= 10 W' cannot be checked*",
+        "*tried jtop: jetson-stats not installed*",
+        "*tried tegrastats: not on PATH*",
+    ])
+
+
+# -- baselines --------------------------------------------------------------------------------------
+def test_missing_baseline_skips_relative_bounds_or_fails_for_gates(suite):
+    suite.makepyfile(test_suite=SUITE)
+    r = run(suite)
+    r.assert_outcomes(passed=2)
+    r.stdout.fnmatch_lines([
+        "*skip test_suite.py::test_a: throughput 5%: no baseline for orin-nano-8gb; "
+        "record with --jetson-update-baselines*",
+    ])
+    r = run(suite, "--jetson-missing-baseline=fail")
+    r.assert_outcomes(passed=1, failed=1)
+
+
+def test_update_then_regression_fails_and_improvement_passes(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    r = run(suite, "--jetson-update-baselines")
+    r.assert_outcomes(passed=2)
+    r.stdout.fnmatch_lines(["*baselines: wrote 2 entries to baselines/orin-nano-8gb/test_suite.py.json*"])
+    doc = baseline_doc(suite)
+    assert doc["schema"] == 1
+    assert sorted(doc["entries"]) == ["test_suite.py::test_a", "test_suite.py::test_b"]
+    path = suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json"
+    text = path.read_text()
+
+    monkeypatch.setenv("SEED", "7")
+    r = run(suite)
+    r.assert_outcomes(passed=2)
+
+    monkeypatch.setenv("SCALE", "1.15")
+    r = run(suite)
+    r.assert_outcomes(passed=1, failed=1)
+    r.stdout.fnmatch_lines([
+        "*perf bound failed: throughput * is below the baseline * by 1*% (worse; tolerance 5%); "
+        "significant (p*",
+        "*baseline: baselines/orin-nano-8gb/test_suite.py.json recorded * (orin-nano-8gb, 15W, int8, "
+        "batch 8, simulated)*",
+    ])
+    assert path.read_text() == text  # a run without --jetson-update-baselines writes nothing
+
+    monkeypatch.setenv("SCALE", "0.8")
+    run(suite).assert_outcomes(passed=2)
+
+
+def test_update_new_only_adds_missing_entries(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines", "-k", "test_a")
+    before = baseline_doc(suite)["entries"]["test_suite.py::test_a"]
+    monkeypatch.setenv("SCALE", "1.5")
+    r = run(suite, "--jetson-update-baselines=new")
+    r.assert_outcomes(passed=1, failed=1)
+    doc = baseline_doc(suite)
+    assert doc["entries"]["test_suite.py::test_a"] == before
+    assert "test_suite.py::test_b" in doc["entries"]
+    r = run(suite, "--jetson-update-baselines")
+    r.assert_outcomes(passed=2)
+    r.stdout.fnmatch_lines(["*wrote 1 entry*"])
+
+
+def test_environment_mismatch_is_reported_not_compared(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines", "--jetson-power-mode", "7W")
+    monkeypatch.setenv("SCALE", "1.5")
+    r = run(suite)
+    r.assert_outcomes(passed=2)
+    r.stdout.fnmatch_lines([
+        "*skip test_suite.py::test_a: throughput 5%: baseline not compared, recorded under another "
+        "environment: power_mode: 7W (baseline) vs 15W (now)*",
+    ])
+    r = run(suite, "--jetson-allow-env-mismatch")
+    r.assert_outcomes(passed=1, failed=1)
+
+
+def test_inconclusive_passes_with_warning_or_fails(suite, monkeypatch):
+    suite.makepyfile(test_suite='''
+        import pytest
+        from perfhelp import mk
+
+        @pytest.mark.perf(latency_mean="5%")
+        def test_noisy(perf):
+            perf.record(mk(n=20, sigma=0.6))
+    ''')
+    run(suite, "--jetson-update-baselines")
+    monkeypatch.setenv("SEED", "3")
+    monkeypatch.setenv("SCALE", "1.03")
+    r = run(suite)
+    r.assert_outcomes(passed=1, warnings=1)
+    r.stdout.fnmatch_lines(["*perf bound inconclusive: latency_mean*too noisy*measure longer*"])
+    r = run(suite, "--jetson-inconclusive=fail")
+    r.assert_outcomes(failed=1)
+
+
+def test_unreadable_baseline_errors_and_is_never_overwritten(suite):
+    suite.makepyfile(test_suite=SUITE)
+    path = suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schema": 1, "entries": {"x": {"metrics": {"throughput": {"val')
+    r = run(suite, "--jetson-update-baselines")
+    r.assert_outcomes(passed=1, failed=1)
+    r.stdout.fnmatch_lines([
+        "*baseline file *test_suite.py.json is not valid JSON (truncated or edited?)*git checkout*",
+    ])
+    assert path.read_text().endswith('"val')
+
+
+def test_unused_entries_reported_then_pruned(suite):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines")
+    suite.makepyfile(test_suite=SUITE.replace("def test_b", "def test_renamed"))
+    r = run(suite)
+    r.stdout.fnmatch_lines([
+        "*baselines: 1 unused entry (no selected test used them; remove with --jetson-prune-baselines):*",
+        "*test_suite.py.json: test_suite.py::test_b",
+    ])
+    r = run(suite, "-k", "test_a", "--jetson-prune-baselines")
+    r.stdout.fnmatch_lines(["*not pruned: the run selected part of the suite*"])
+    assert "test_suite.py::test_b" in baseline_doc(suite)["entries"]
+    r = run(suite, "--jetson-prune-baselines")
+    r.stdout.fnmatch_lines(["*pruned 1 unused entry*"])
+    assert sorted(baseline_doc(suite)["entries"]) == ["test_suite.py::test_a"]
+
+
+def test_xdist_workers_updating_one_file_lose_nothing(suite):
+    pytest.importorskip("xdist")
+    suite.makepyfile(test_suite='''
+        import pytest
+        from perfhelp import mk
+
+        @pytest.mark.parametrize("i", range(12))
+        @pytest.mark.perf(throughput="5%")
+        def test_many(perf, i):
+            perf.record(mk(seed=i))
+    ''')
+    r = run(suite, "-n", "3", "--jetson-update-baselines")
+    r.assert_outcomes(passed=12)
+    assert len(baseline_doc(suite)["entries"]) == 12
+    r.stdout.fnmatch_lines(["*pytest-jetson perf gate*", "*baselines: wrote 12 entries*"])
+
+
+def test_several_measurements_each_checked_and_keyed(suite, monkeypatch):
+    suite.makepyfile(test_suite='''
+        import os
+        import pytest
+        from perfhelp import mk
+
+        @pytest.mark.perf(throughput="5%")
+        def test_two(perf):
+            perf.record(mk(name="small", scale=1.0))
+            perf.record(mk(name="large", scale=float(os.environ["SCALE"])))
+    ''')
+    run(suite, "--jetson-update-baselines")
+    assert sorted(baseline_doc(suite)["entries"]) == ["test_suite.py::test_two|large",
+                                                      "test_suite.py::test_two|small"]
+    monkeypatch.setenv("SCALE", "1.3")
+    r = run(suite)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines([
+        "*perf bound failed: [[]large] throughput * is below the baseline*",
+        "*test_two [[]large]*throughput*FAIL*",
+        "*test_two [[]small]*throughput*pass*",
+    ])
+
+
+# -- reports ----------------------------------------------------------------------------------------
+def test_json_markdown_junit_reports(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines")
+    monkeypatch.setenv("SCALE", "1.2")
+    summary = suite.path / "step_summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    r = run(suite, "--jetson-report-json", "out/report.json", "--junitxml", "junit.xml")
+    r.assert_outcomes(passed=1, failed=1)
+    rep = json.loads((suite.path / "out" / "report.json").read_text())
+    assert rep["kind"] == "pytest-jetson-report" and rep["schema"] == 1
+    assert rep["device"]["device"] == "orin-nano-8gb"
+    assert rep["settings"]["confidence"] == 0.99
+    assert rep["summary"]["fail"] == 1 and rep["summary"]["tests"] == 2
+    t = {x["nodeid"]: x for x in rep["tests"]}["test_suite.py::test_a"]
+    assert t["measurements"][0]["kind"] == "measurement" and len(t["measurements"][0]["latencies"]) == 2000
+    assert {v["metric"]: v["outcome"] for v in t["verdicts"]} == {"throughput": "fail", "latency_p99": "fail"}
+    md = summary.read_text()
+    assert md.startswith("earlier step\n## pytest-jetson perf gate")
+    rows = [line for line in md.splitlines() if line.startswith("| `")]
+    assert "fail" in rows[0] and "pass" in rows[-1]
+    junit = (suite.path / "junit.xml").read_text()
+    assert 'name="jetson.throughput"' in junit
+    assert 'name="jetson.throughput.verdict" value="fail (5%)"' in junit
+
+
+def test_plots_written(suite, monkeypatch):
+    pytest.importorskip("matplotlib")
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines")
+    r = run(suite, "--jetson-plots", "plots")
+    r.assert_outcomes(passed=2)
+    names = sorted(p.name for p in (suite.path / "plots").iterdir())
+    assert names == ["comparison.png", "test_suite.py_test_a.png", "test_suite.py_test_b.png"]
+    assert (suite.path / "plots" / "comparison.png").read_bytes()[:4] == b"\x89PNG"
