@@ -40,6 +40,10 @@ def test_shape_of_a_simulated_pool():
         assert w.precision == "int8" and w.model == "resnet50"
     assert m.environment["processes"] == 4
     assert m.environment["device"] == "orin-nano-8gb"
+    # per-window samples of the aggregate, for the gate's rank tests
+    assert len(m.windows) == 10
+    assert sum(m.windows) / 10 == pytest.approx(m.throughput, rel=0.05)
+    assert m.metric_samples("per_process_throughput") == [w.throughput for w in m.workers]
 
 
 def test_workers_follow_the_simulators_contended_latency():
@@ -79,6 +83,12 @@ def test_context_supplies_device_clock_seed_and_duration_override():
     again = run_pool("resnet50", processes=2, context=_ctx(seed=3, duration=0.5), warmup="0.1s",
                      telemetry="none")
     assert again.latencies == m.latencies
+
+
+def test_duration_override_shorter_than_the_warmup_shrinks_the_warmup():
+    ctx = _ctx(duration=0.5, telemetry="none")
+    run_pool("resnet50", processes=2, context=ctx)  # default warm-up 1 s
+    assert ctx.clock.now() == pytest.approx(1.0)
 
 
 def test_telemetry_of_the_whole_pool():

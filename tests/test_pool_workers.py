@@ -60,6 +60,7 @@ def test_a_pool_of_real_processes(no_orphans):
     assert m.items == sum(w.items for w in m.workers)
     assert m.throughput == pytest.approx(sum(w.throughput for w in m.workers), rel=0.15)
     assert m.extra["window_overlap_s"] > 0
+    assert len(m.windows) == 10
 
 
 def test_engine_load_is_not_in_the_window(no_orphans):

@@ -57,6 +57,9 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
     settings = getattr(context, "settings", None)
     window = _window(duration, settings)
     warm = parse_duration(warmup, "process_pool warmup") or 0.0
+    if window < warm and getattr(settings, "duration", None) is not None:
+        # --jetson-duration asks for quick runs everywhere: the warm-up shrinks with the window
+        warm = window
     if window < warm:
         raise ConfigError(
             f"process_pool: the window ({format_duration(window)}) is shorter than the warm-up "
@@ -286,6 +289,10 @@ def assemble(specs: List[WorkerSpec], workers: List[Measurement], *, backend: st
     for w in workers:
         pooled.extend(w.latencies)
     durations = [w.duration for w in workers if w.duration > 0]
+    # the pool's throughput per sub-window: the workers' k-th windows added up (each worker's run
+    # is cut into the same number of consecutive chunks, which line up in time)
+    counts = {len(w.windows) for w in workers}
+    windows = [float(sum(col)) for col in zip(*(w.windows for w in workers))] if len(counts) == 1 else []
     common = sum(durations) / len(durations) if durations else window
     memories = [w.engine_memory for w in workers]
     models = []
@@ -302,6 +309,7 @@ def assemble(specs: List[WorkerSpec], workers: List[Measurement], *, backend: st
         latencies=pooled,
         duration=float(common),
         items=int(sum(w.items for w in workers)),
+        windows=windows,
         clock=clock_kind,
         backend=backend,
         model="+".join(models),

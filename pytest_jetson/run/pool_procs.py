@@ -283,12 +283,12 @@ class ProcessPool:
                     w.process.terminate()
                 except Exception:
                     pass
+        workers = [w for w in workers if w.process is not None and w.process.pid is not None]
         end = time.perf_counter() + TERMINATE_WAIT_S
         for w in workers:
-            if w.process is not None:
-                w.process.join(max(0.0, end - time.perf_counter()))
+            w.process.join(max(0.0, end - time.perf_counter()))
         for w in workers:
-            if w.process is not None and w.process.is_alive():
+            if w.process.is_alive():
                 w.process.kill()
                 w.process.join(TERMINATE_WAIT_S)
 
@@ -299,7 +299,7 @@ class ProcessPool:
         # workers that sent their result exit by themselves within moments
         end = time.perf_counter() + 1.0
         for w in self.workers:
-            if w.result is not None and w.process is not None:
+            if w.result is not None and w.process is not None and w.process.pid is not None:
                 w.process.join(max(0.0, end - time.perf_counter()))
         self._terminate(self.workers)
         for w in self.workers:

@@ -191,6 +191,23 @@ class SimulatedPlan:
         )
 
 
+#: Chunks a worker's run is cut into for per-window throughput, as the harness does.
+WINDOWS = 10
+
+
+def _windows(latencies: List[float], batch: int) -> List[float]:
+    """Throughput of consecutive chunks of iterations (the harness's fixed-run windows)."""
+    n = min(WINDOWS, len(latencies))
+    count = len(latencies)
+    out = []
+    for k in range(n):
+        lo, hi = (count * k) // n, (count * (k + 1)) // n
+        span = float(sum(latencies[lo:hi]))
+        if hi > lo and span > 0:
+            out.append((hi - lo) * batch / span)
+    return out
+
+
 def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
                      seeds: List[int], environment: Dict[str, Any]) -> List[Measurement]:
     """One Measurement per worker over ``[t_start, t_start + window]`` of virtual time."""
@@ -219,6 +236,7 @@ def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
             if keep < n:
                 break
         items = len(lat) * spec.batch
+        windows = _windows(lat, spec.batch)
         extra: Dict[str, Any] = {"worker": spec.index, "seed": seed, "mode": "duration"}
         if hasattr(pred, "to_dict"):
             extra["prediction"] = pred.to_dict()
@@ -234,6 +252,7 @@ def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
             backend="simulated",
             model=spec.model_name,
             precision=spec.precision,
+            windows=windows,
             engine_memory=None if memory is None else int(memory),
             environment=env,
             extra=extra,
