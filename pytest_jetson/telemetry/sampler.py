@@ -278,6 +278,7 @@ class Sampler:
             malformed_lines=malformed,
             warnings=warns,
         )
+        self._summary.series = self._series
         # Only what went wrong with the source is raised as a warning; gaps from a busy host
         # stay in the summary, where reports show them.
         for w in warns:

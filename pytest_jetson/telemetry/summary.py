@@ -6,7 +6,8 @@
 and ``temperature`` metrics. Every figure is None when the source did not measure it.
 """
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -70,6 +71,8 @@ class TelemetrySummary:
     gaps: List[Tuple[float, float]] = field(default_factory=list)
     malformed_lines: int = 0
     warnings: List[str] = field(default_factory=list)
+    #: The sampled ``Series`` (for plots), in memory only: not part of ``to_dict``.
+    series: Any = field(default=None, repr=False, compare=False)
 
     def explain_missing(self, metric: str = "power") -> str:
         """Why a metric has no value: the source in use and why each better one was skipped.
@@ -85,14 +88,14 @@ class TelemetrySummary:
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "series"}
         d["tried"] = [list(x) for x in self.tried]
         d["gaps"] = [list(x) for x in self.gaps]
         return d
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "TelemetrySummary":
-        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__ and k != "series"}
         known["tried"] = [tuple(x) for x in known.get("tried", [])]
         known["gaps"] = [tuple(float(v) for v in x) for x in known.get("gaps", [])]
         return cls(**known)
