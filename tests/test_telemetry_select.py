@@ -238,3 +238,27 @@ def test_jtop_service_running_slower_than_asked_is_not_a_gap(fake_jtop, monkeypa
     with Sampler(JtopSource(), interval="10ms") as t:
         time.sleep(0.1)
     assert t.summary.interval == 1.0 and t.summary.gaps == []
+
+
+def test_host_source_without_procfs_uses_psutil():
+    src = HostSource()
+    src._procfs = False  # as on macOS or Windows
+    src.start(0.01)
+    first = src.read(time.perf_counter())
+    sum(i * i for i in range(200000))
+    second = src.read(time.perf_counter() + 0.05)
+    assert first.memory_bytes > 10 * 1024 * 1024 and first.cpu_util is None
+    assert second.cpu_util is not None and second.cpu_util >= 0
+
+
+def test_importing_telemetry_loads_no_optional_dependency():
+    import subprocess
+
+    code = (
+        "import sys, pytest_jetson.telemetry as t; t.TelemetryFactory; "
+        "import pytest_jetson.telemetry.jtop, pytest_jetson.telemetry.nvml; "
+        "print(sorted(m for m in ('jtop', 'pynvml', 'psutil') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.stdout.strip() == "[]"
