@@ -5,7 +5,7 @@ clock by the simulator's per-batch latency with its seeded noise, so the harness
 as it times a real engine, and a 10 s measurement costs milliseconds.
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -84,10 +84,18 @@ class SimulatedEngine(Engine):
 
         self._predictions: Dict[int, Any] = {}
         self._noise: Dict[int, Any] = {}
-        self._buffers: Dict[int, Tuple[np.ndarray, int]] = {}
+        self._iters: Dict[int, Iterator[float]] = {}
         self._outputs: Dict[int, Dict[str, np.ndarray]] = {}
         self.prediction = self._predict(self.batch)
         self.memory_bytes = self._memory(self.prediction)
+        self._advance = self.clock.advance
+        self._default_outputs = self._infer_outputs(self.batch)
+
+    def _infer_outputs(self, batch: int) -> Dict[str, np.ndarray]:
+        out = self._outputs[batch] = {
+            s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in self.outputs
+        }
+        return out
 
     # -- simulation -----------------------------------------------------------------------------
     def _predict(self, batch: int) -> Any:
@@ -112,38 +120,45 @@ class SimulatedEngine(Engine):
             per_process = pred.memory / max(1, self.processes)
         return None if per_process is None else int(per_process)
 
-    def _next_latency(self, batch: int) -> float:
-        buf = self._buffers.get(batch)
-        if buf is None or buf[1] >= len(buf[0]):
-            noise = self._noise.get(batch)
-            if noise is None:
-                from ..sim.noise import LatencyNoise
+    def _draws(self, batch: int) -> Iterator[float]:
+        """The next chunk of noisy latencies for ``batch``, as a plain iterator (cheap to step)."""
+        noise = self._noise.get(batch)
+        if noise is None:
+            from ..sim.noise import LatencyNoise
 
-                # one stream per (seed, batch): another batch size must not shift this one's noise
-                noise = self._noise[batch] = LatencyNoise(self.seed * 1000003 + batch)
-            pred = self._predict(batch)
-            t = self.clock.now()
-            if hasattr(noise, "sample_prediction"):
-                # includes the time-slice waits of a contended (processes > 1) prediction
-                draws = noise.sample_prediction(pred, NOISE_CHUNK, t_start=t)
-            else:
-                draws = noise.sample(float(pred.latency), NOISE_CHUNK, t_start=t)
-            draws = np.asarray(draws, dtype=float)
-            buf = (draws, 0)
-        draws, i = buf
-        self._buffers[batch] = (draws, i + 1)
-        return float(draws[i])
+            # one stream per (seed, batch): another batch size must not shift this one's noise
+            noise = self._noise[batch] = LatencyNoise(self.seed * 1000003 + batch)
+        pred = self._predict(batch)
+        t = self.clock.now()
+        if hasattr(noise, "sample_prediction"):
+            # includes the time-slice waits of a contended (processes > 1) prediction
+            draws = noise.sample_prediction(pred, NOISE_CHUNK, t_start=t)
+        else:
+            draws = noise.sample(float(pred.latency), NOISE_CHUNK, t_start=t)
+        it = iter(np.asarray(draws, dtype=float).tolist())
+        self._iters[batch] = it
+        return it
 
-    def _infer(self, batch: int) -> Dict[str, np.ndarray]:
+    def _step(self, batch: int) -> float:
+        it = self._iters.get(batch)
+        if it is not None:
+            for lat in it:
+                return lat
+        return next(self._draws(batch))
+
+    def infer(self, batch: Optional[int] = None) -> Dict[str, np.ndarray]:
+        # the hot path of every simulated measurement: kept to a few attribute lookups
         if self.closed:
             raise EngineError(f"{self.name}: infer() on a closed engine")
-        self.clock.advance(self._next_latency(batch))
+        if batch is None or batch == self.batch:
+            self._advance(self._step(self.batch))
+            return self._default_outputs
+        return super().infer(batch)
+
+    def _infer(self, batch: int) -> Dict[str, np.ndarray]:
+        self._advance(self._step(batch))
         out = self._outputs.get(batch)
-        if out is None:
-            out = self._outputs[batch] = {
-                s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in self.outputs
-            }
-        return out
+        return out if out is not None else self._infer_outputs(batch)
 
     def expected_latency(self, batch: Optional[int] = None) -> float:
         """The simulator's mean latency per batch (s), without noise."""

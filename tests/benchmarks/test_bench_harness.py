@@ -1,0 +1,103 @@
+"""The harness's own cost (pytest-benchmark).
+
+Goals (issue 5): the harness adds under 1 % to a bare loop around the same onnxruntime engine at
+about 1 ms per inference, and a simulated 10 s measurement costs under 50 ms of real time.
+Each benchmark stores the ratio it measured in ``extra_info`` (see ``--benchmark-json``) and
+prints it; there are no timing asserts, this machine is shared.
+
+    python3 -m pytest tests/benchmarks/test_bench_harness.py -s --benchmark-columns=min,median,max
+"""
+
+import statistics
+import time
+
+import pytest
+from tests.fakes.onnx_models import tiny_onnx
+
+from pytest_jetson.devices.device import simulated
+from pytest_jetson.engines import open_engine
+from pytest_jetson.run.harness import measure
+from pytest_jetson.sim.clock import WallClock
+
+ITERATIONS = 150  # per timed loop: ~0.2 s at 1 ms per inference
+ROUNDS = 10  # bare and harness loops interleaved, so a busy neighbour hurts both alike
+
+
+@pytest.fixture(scope="module")
+def ort_engine(tmp_path_factory):
+    pytest.importorskip("onnxruntime")
+    # MatMul+Relu x4 on a (32, 512) input: about 1 ms per batch on one core
+    path = tiny_onnx(tmp_path_factory.mktemp("bench") / "mlp.onnx", features=512, layers=4)
+    from pytest_jetson.engines.onnxruntime import OnnxRuntimeEngine
+
+    # one intra-op thread: a thread pool's wake-ups on a shared 2-core host are noise, not harness
+    engine = OnnxRuntimeEngine(path, precision="fp32", batch=32, threads=1)
+    for _ in range(50):
+        engine.infer()
+    return engine
+
+
+def _bare_loop(engine, n):
+    infer, now = engine.infer, time.perf_counter
+    t0 = now()
+    for _ in range(n):
+        infer(32)
+    return now() - t0
+
+
+def _harness_loop(engine, n):
+    t0 = time.perf_counter()
+    m = measure(engine, iterations=n, warmup=0)
+    return time.perf_counter() - t0, m
+
+
+def test_harness_overhead_against_a_bare_loop(benchmark, ort_engine):
+    bare, harness = [], []
+    for _ in range(ROUNDS):
+        bare.append(_bare_loop(ort_engine, ITERATIONS))
+        harness.append(_harness_loop(ort_engine, ITERATIONS)[0])
+    per_inference = min(bare) / ITERATIONS
+    # the fastest round of each is the least disturbed by neighbours; the median is shown too
+    ratio = min(harness) / min(bare) - 1
+    ratio_median = statistics.median(harness) / statistics.median(bare) - 1
+    benchmark.extra_info.update(per_inference_s=per_inference, overhead_ratio=ratio,
+                                overhead_ratio_median=ratio_median)
+    benchmark.pedantic(_harness_loop, args=(ort_engine, ITERATIONS), rounds=1, iterations=1)
+    print(f"\nharness vs bare loop at {per_inference * 1e3:.2f} ms/inference: {ratio * 100:+.2f} % (best of "
+          f"{ROUNDS} interleaved rounds of {ITERATIONS}; median {ratio_median * 100:+.2f} %)")
+
+
+class _NoOp:
+    """An engine that does nothing: what is left is the loop's own cost per iteration."""
+
+    name, backend, model, precision, batch, max_batch = "noop", "noop", "noop", "fp32", 1, 1
+    memory_bytes = prediction = last_device_time = None
+
+    def __init__(self):
+        self.clock = WallClock()
+
+    def infer(self, batch=None):
+        return None
+
+
+def test_harness_cost_per_iteration(benchmark):
+    """The same comparison without the engine's noise: harness minus bare loop, per iteration,
+    as a fraction of 1 ms."""
+    engine, n = _NoOp(), 100_000
+    bare = min(_bare_loop(engine, n) for _ in range(3))
+    harness = min(_harness_loop(engine, n)[0] for _ in range(3))
+    extra = (harness - bare) / n
+    benchmark.extra_info.update(extra_per_iteration_s=extra, ratio_at_1ms=extra / 1e-3)
+    benchmark.pedantic(_harness_loop, args=(engine, n), rounds=1, iterations=1)
+    print(f"\nharness adds {extra * 1e9:.0f} ns per iteration = {extra / 1e-3 * 100:.3f} % of a 1 ms inference")
+
+
+@pytest.mark.parametrize("model, batch", [("resnet50", 8), ("mobilenet_v2", 1)])
+def test_simulated_ten_second_measurement(benchmark, model, batch):
+    engine = open_engine(model, backend="simulated", device=simulated("orin-nano"), precision="int8",
+                         batch=batch)
+    m = benchmark(measure, engine, duration="10s", warmup="1s")
+    real = benchmark.stats.stats.median
+    benchmark.extra_info.update(virtual_s=m.duration, iterations=m.iterations, ratio_to_goal=real / 0.050)
+    print(f"\nsimulated 10 s of {engine.name} ({m.iterations} iterations): {real * 1e3:.2f} ms real "
+          f"= {real / 0.050:.1%} of the 50 ms goal")
