@@ -103,3 +103,18 @@ def test_factory_on_a_simulated_device_records_mode_and_energy_per_item():
     assert s.energy_per_item_j == pytest.approx(s.energy_j / 2000)
     assert s.power_mean_w == pytest.approx(12.0, rel=0.01)
     assert s.gpu_clock_max_mode_mhz == 625.0
+
+
+def test_session_factory_is_shared_so_the_board_stays_warm():
+    from pytest_jetson.telemetry import session_factory
+
+    device = simulated_device("orin-nano")
+    clock = SimClock()
+    first = session_factory(device, clock, seed=3)
+    assert session_factory(device, clock, seed=3) is first
+    assert session_factory(device, SimClock(), seed=3) is not first
+    with first.sample(workload=workload()) as a:
+        clock.advance(120.0)
+    with session_factory(device, clock, seed=3).sample(workload=workload()) as b:
+        clock.advance(1.0)
+    assert b.series.temps_c["gpu"][0] > a.series.temps_c["gpu"][0] + 10

@@ -18,6 +18,7 @@ __all__ = [
     "TelemetrySummary",
     "TelemetryWarning",
     "open_source",
+    "session_factory",
 ]
 
 _WHERE = {
@@ -28,6 +29,7 @@ _WHERE = {
     "Series": "series",
     "TelemetrySummary": "summary",
     "TelemetryFactory": "factory",
+    "session_factory": "factory",
     "open_source": "select",
 }
 

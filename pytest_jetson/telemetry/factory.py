@@ -100,3 +100,28 @@ class TelemetryFactory:
             workload=workload,
         )
         return sampler
+
+
+_SHARED: dict = {}
+
+
+def session_factory(
+    device: Any = None,
+    clock: Any = None,
+    source: str = "auto",
+    interval: Union[str, float, None] = DEFAULT_INTERVAL,
+    seed: int = 0,
+) -> TelemetryFactory:
+    """The one factory for this (device, clock, source, seed): callers that build a factory per
+    measurement (the recorder, pools) share it, so the source is chosen and probed once per
+    session and a simulated board's temperature carries from one test to the next."""
+    key = (id(device), id(clock), source, seed)
+    hit = _SHARED.get(key)
+    if hit is not None and hit[0] is device and hit[1] is clock:
+        factory = hit[2]
+    else:
+        factory = TelemetryFactory(device, clock, source=source, interval=interval, seed=seed)
+        # Holding device and clock keeps their ids from being reused by other objects.
+        _SHARED[key] = (device, clock, factory)
+    factory.interval = parse_interval(interval)
+    return factory
