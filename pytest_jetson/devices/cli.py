@@ -195,15 +195,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"pytest-jetson devices: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps([profile_to_dict(p) for p in selection], indent=2))
-        return 0
-    if args.names:
-        for i, p in enumerate(selection):
-            if i:
-                print()
-            print("\n".join(detail_lines(p)))
+        text = json.dumps([profile_to_dict(p) for p in selection], indent=2)
+    elif args.names:
+        text = "\n\n".join("\n".join(detail_lines(p)) for p in selection)
     else:
-        print("\n".join(summary_lines(selection)))
+        text = "\n".join(summary_lines(selection))
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `pytest-jetson devices | head` closes the pipe early; that is not an error. Point stdout
+        # at devnull so the interpreter's final flush does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
