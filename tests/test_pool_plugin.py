@@ -30,6 +30,25 @@ def test_fixture_on_the_simulated_device(pytester):
     result.assert_outcomes(passed=3)
 
 
+def test_perf_bounds_on_a_recorded_pool(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(per_process_throughput=">= 10/s", throughput=">= 40/s")
+        def test_ok(process_pool, perf):
+            perf.record(process_pool("resnet50", precision="int8", processes=4, duration="2s"))
+
+        @pytest.mark.perf(per_process_throughput=">= 100000/s")
+        def test_too_slow(process_pool, perf):
+            perf.record(process_pool("resnet50", precision="int8", processes=4, duration="2s"))
+        """
+    )
+    result = pytester.runpytest("--jetson-device", "orin-nano", "-q")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*per_process_throughput*violates the bound*>= 100000/s*"])
+
+
 def test_duration_option_overrides_the_pools_window(pytester):
     pytester.makepyfile(
         """
