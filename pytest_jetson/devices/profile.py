@@ -28,6 +28,7 @@ class PowerMode:
     cpu_online: Optional[int]
     cpu_max_mhz: Optional[float]
     dla_max_mhz: Optional[float] = None
+    gpu_sm_active: Optional[int] = None
     notes: str = ""
 
     def to_dict(self) -> Dict[str, Any]:
@@ -35,7 +36,7 @@ class PowerMode:
             "name": self.name, "id": self.id, "budget_w": self.budget_w,
             "gpu_max_mhz": self.gpu_max_mhz, "emc_max_mhz": self.emc_max_mhz,
             "cpu_online": self.cpu_online, "cpu_max_mhz": self.cpu_max_mhz,
-            "dla_max_mhz": self.dla_max_mhz, "notes": self.notes,
+            "dla_max_mhz": self.dla_max_mhz, "gpu_sm_active": self.gpu_sm_active, "notes": self.notes,
         }
 
 
@@ -146,6 +147,7 @@ def load_profile(path: Path) -> Profile:
             cpu_online=m.get("cpu_online"),
             cpu_max_mhz=m.get("cpu_max_mhz"),
             dla_max_mhz=m.get("dla_max_mhz"),
+            gpu_sm_active=m.get("gpu_sm_active"),
             notes=m.get("notes", ""),
         )
         for m in _require(data, "power_modes", path)
