@@ -134,15 +134,23 @@ def _sampler(telemetry: Any, context: Any, device: Any, clock: Any, seed: int) -
     if hasattr(telemetry, "sample"):
         return telemetry.sample() if interval is None else telemetry.sample(interval=interval)
     if isinstance(telemetry, str):
-        from ..telemetry.factory import TelemetryFactory
-
-        factory = TelemetryFactory(device, clock, source=telemetry, seed=seed,
-                                   **({} if interval is None else {"interval": interval}))
-        return factory.sample()
+        return _factory(device, clock, telemetry, interval, seed).sample()
     raise ConfigError(
         f"process_pool: telemetry={telemetry!r} is neither 'none', a source name, a "
         "TelemetryFactory nor a sampler"
     )
+
+
+def _factory(device: Any, clock: Any, source: str, interval: Optional[float], seed: int) -> Any:
+    """The session's shared factory for this device and clock where the telemetry package has
+    one (the source is probed once, a simulated board's temperature carries across tests)."""
+    from ..telemetry import factory as tf
+
+    kwargs = {} if interval is None else {"interval": interval}
+    shared = getattr(tf, "session_factory", None)
+    if shared is not None:
+        return shared(device, clock, source=source, seed=seed, **kwargs)
+    return tf.TelemetryFactory(device, clock, source=source, seed=seed, **kwargs)
 
 
 def _finish(sampler: Any, items: int) -> Any:
@@ -195,14 +203,14 @@ def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: fl
 # -- real processes ---------------------------------------------------------------------------------
 def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: float, warm: float,
                    limit: float, seed: int, context: Any, telemetry: Any) -> PoolMeasurement:
-    from ..sim.clock import WallClock
     from .pool_procs import ProcessPool
 
     if backend == "onnxruntime":
         specs = [_with_ort_threads(s) for s in specs]
-    # a host backend on a simulated device: the honest telemetry is the host's, not the model's
+    # a host backend on a simulated device: the honest telemetry is the host's, not the model's.
+    # No clock: real sources sample on perf_counter, and the shared factory stays one per device.
     tele_device = None if getattr(device, "simulated", False) else device
-    sampler = _sampler(telemetry, context, tele_device, WallClock(), seed)
+    sampler = _sampler(telemetry, context, tele_device, None, seed)
     state: Dict[str, Any] = {}
 
     def window_start() -> None:
