@@ -52,6 +52,7 @@ class Case:
     unit: str
     group: str         # time | power | roof | seeds
     note: str = ""
+    accelerator: str = "gpu"
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -173,6 +174,7 @@ def cases() -> Tuple[List[Case], List[Tuple[Dict[str, Any], str]]]:
             id=s["id"], source="SEEDS", device=s["device"], mode=s["power_mode"], model=s["model"],
             precision=s["precision"], batch=int(s["batch"]), processes=int(s["processes"]),
             metric=s["metric"], value=float(s["value"]), unit=s["unit"], group="seeds", note=s["text"],
+            accelerator=s.get("accelerator", "gpu"), extra={"graphs": s.get("harness") == "graphs"},
         ))
     return out, skipped
 
@@ -223,7 +225,8 @@ def predicted(case: Case, overrides: Optional[Dict[str, float]] = None) -> float
     if case.metric == "roof_dram":
         return hw.bw * c["mem_eff"]
     w = _workload(case.model)
-    out = evaluate_one(hw, w, case.precision, case.batch, case.processes, 0, c)
+    n_dla = case.processes if case.accelerator == "dla" else 0
+    out = evaluate_one(hw, w, case.precision, case.batch, case.processes - n_dla, n_dla, c)
     if case.metric == "roof_gemm":
         return 2.0 * w.macs / out["t_gpu"]
     if case.metric == "per_process_throughput":
@@ -336,16 +339,19 @@ def nelder_mead(fun: Callable[[np.ndarray], float], x0: np.ndarray, step: float 
 TIME_PARAMS: Dict[str, Sequence[Tuple[str, float, float]]] = {
     "ampere": (("tc_eff", 0.2, 0.95), ("cuda_eff", 0.3, 0.95), ("dw_eff", 0.05, 0.9),
                ("kernel_cycles", 500, 40000), ("launch_us", 1, 40), ("host_us", 20, 2000),
-               ("copy_gbs", 0.3, 20), ("switch_frac", 0.01, 0.2), ("graphs_factor", 0.02, 1.0)),
+               ("copy_gbs", 0.3, 20), ("switch_frac", 0.01, 0.2), ("graphs_factor", 0.02, 1.0),
+               ("dla_eff", 0.05, 0.9)),
     "volta": (("tc_eff", 0.1, 0.95), ("dw_eff", 0.05, 0.9), ("kernel_cycles", 500, 40000),
               ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95)),
     "maxwell": (("cuda_eff", 0.2, 0.95), ("dw_eff", 0.05, 0.9), ("kernel_cycles", 500, 40000),
                 ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95)),
 }
 POWER_PARAMS: Sequence[Tuple[str, float, float]] = (
-    ("gpu_w", 0.1, 5.0), ("gpu_base_frac", 0.05, 0.95), ("mem_w_per_gbs", 0.005, 0.3), ("cpu_w", 0.3, 3.0))
+    ("gpu_w", 0.1, 5.0), ("gpu_base_frac", 0.05, 0.95), ("mem_w_per_gbs", 0.005, 0.3), ("cpu_w", 0.3, 3.0),
+    ("v0", 0.4, 0.8), ("v1", 0.05, 0.6))
 
-ARCH_OF = {"nano": "maxwell", "agx-xavier": "volta", "orin-nano-8gb-super": "ampere", "orin-nano-8gb": "ampere"}
+ARCH_OF = {"nano": "maxwell", "agx-xavier": "volta", "orin-nano-8gb-super": "ampere", "orin-nano-8gb": "ampere",
+           "agx-orin-64gb": "ampere"}
 
 
 def _objective(cs: List[Case], names: Sequence[str], lows, highs, fixed: Dict[str, float]):
@@ -386,8 +392,8 @@ def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
                          f"over the 15W mode's {hw.bw / 1e9:.1f} GB/s peak); other architectures inherit it"}
         for arch in ("volta", "maxwell", "pascal", "blackwell"):
             result["arch"].setdefault(arch, {})["mem_eff"] = {
-                "value": round(mem_eff, 4), "fitted_to": "inherited from ampere (row %s): no DRAM roof "
-                                                         "published for this architecture" % dram[0].id}
+                "value": round(mem_eff, 4), "fitted_to": f"inherited from ampere (row {dram[0].id}): no DRAM "
+                                                         "roof published for this architecture"}
 
     for arch, params in TIME_PARAMS.items():
         sel = [c for c in cs if ARCH_OF.get(c.device) == arch and c.group in ("time", "seeds", "roof")

@@ -41,6 +41,7 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "gpu_w": 1.0,            # W per SM per GHz at 1 V, fully busy
     "v0": 0.6,               # GPU voltage at 0 MHz (V)
     "v1": 0.45,              # V per GHz
+    "v_max": 1.0,            # GPU rail ceiling (V): Orin's top DVFS points sit near 1.0 V
     "gpu_base_frac": 0.35,   # power of a busy SM that is waiting on memory, relative to math
     "mem_w_per_gbs": 0.06,   # DRAM + EMC W per GB/s moved
     "cpu_w": 0.6,            # W per busy core at cpu_ref_mhz

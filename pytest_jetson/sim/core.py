@@ -142,7 +142,8 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
 
     # Power: idle + CPU (a spinning thread per process) + GPU f*V^2*activity + DRAM + DLA.
     f_ghz = f / 1e9
-    volt = c["v0"] + c["v1"] * f_ghz
+    # The GPU rail's voltage rises with clock up to its ceiling (no extrapolation past it).
+    volt = np.minimum(c["v0"] + c["v1"] * f_ghz, c["v_max"])
     math_frac = np.minimum(1.0, _safe_div(T.tot_a[gg0] / f, t_gpu))
     activity = gpu_busy * (c["gpu_base_frac"] + (1.0 - c["gpu_base_frac"]) * math_frac)
     p_gpu = c["gpu_w"] * cfg["sm"] * f_ghz * volt * volt * activity

@@ -111,6 +111,13 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
     w = load(model, resolution)
     notes.extend(w.notes)
     c = plan.device_constants(hw, notes)
+    if n_dla:
+        from .workload import KINDS
+
+        fb = [KINDS[k] for k in w.kind[~w.dla_ok]]
+        if fb:
+            notes.append(f"DLA: {len(fb)} of {w.n_kernels} layers fall back to the GPU "
+                         f"({', '.join(sorted(set(fb)))}), {plan.transitions(w)} DLA<->GPU hand-overs per inference")
 
     per_process, parts = plan.memory(w, p, batch, c)
     available = plan.available_memory(hw, c)
