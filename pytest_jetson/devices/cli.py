@@ -147,7 +147,7 @@ def detail_lines(p: Profile) -> List[str]:
     rows = []
     for m in p.power_modes:
         budget = "none" if m.budget_w is None and m.name.upper().startswith("MAXN") else _num(m.budget_w)
-        sms = extra.get(m.name, {}).get("gpu_sm_active")
+        sms = m.gpu_sm_active
         rows.append((_num(m.id), m.name, budget, _num(m.gpu_max_mhz), _num(sms), _num(m.emc_max_mhz),
                      _num(m.cpu_online), _num(m.cpu_max_mhz), _num(m.dla_max_mhz),
                      "default" if m.name == p.default_power_mode else ""))
