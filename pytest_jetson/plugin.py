@@ -223,6 +223,18 @@ def jetson_device(pytestconfig):
     return jetson_context(pytestconfig).device
 
 
+@pytest.fixture
+def telemetry(request):
+    """The session's telemetry factory: ``with telemetry.sample(interval="50ms") as t: ...`` then
+    ``t.summary`` and ``t.series``. The source follows --jetson-telemetry (default: the best
+    available; simulated on a simulated device)."""
+    from .telemetry.factory import session_factory
+
+    ctx = jetson_context(request.config)
+    return session_factory(ctx.device, ctx.clock, source=ctx.settings.telemetry,
+                           interval=ctx.settings.telemetry_interval, seed=ctx.settings.seed)
+
+
 # ------------------------------------------------------------------------------------------------
 # engines, perf recorder, pytest-benchmark
 # ------------------------------------------------------------------------------------------------
@@ -505,11 +517,12 @@ def _gate_terminal_summary(terminalreporter, exitstatus, config):
 
             jsonreport.write(s.report_json, jsonreport.build(gate.results, gate.settings, gate.device))
             written.append(s.report_json)
-        if s.report_md:
+        step_summary = s.report_md == os.environ.get("GITHUB_STEP_SUMMARY")
+        if s.report_md and (gate.results or not step_summary):
             from .report import markdown
 
             markdown.write(s.report_md, markdown.render(gate.results, gate.device.fingerprint()),
-                           append=s.report_md == os.environ.get("GITHUB_STEP_SUMMARY"))
+                           append=step_summary)
             written.append(s.report_md)
         if s.plots:
             from .report import plots
