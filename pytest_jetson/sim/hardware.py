@@ -83,6 +83,12 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
         sm = max(1, int(round(prof.cuda_cores / _cores_per_sm(arch))))
         notes.append(f"SM count unknown: {sm} from {prof.cuda_cores} CUDA cores")
 
+    active = getattr(mode, "gpu_sm_active", None)
+    if active and int(active) < sm:
+        # Low-power modes power-gate TPCs: fewer SMs run, and fewer burn power.
+        notes.append(f"power mode {mode.name}: {int(active)} of {sm} SMs active (the rest power-gated)")
+        sm = int(active)
+
     default = prof.default_mode
     f = mode.gpu_max_mhz
     if not f:

@@ -65,17 +65,19 @@ class Engines:
         self.index: Dict[tuple, int] = {}
         self._tables: Optional[Tables] = None
 
-    def gid(self, unit: str, precision: str, batch: int) -> int:
-        key = (unit, precision, batch)
+    def gid(self, unit: str, precision: str, batch: int, sm: Optional[int] = None) -> int:
+        """The table of one engine; ``sm``: the SMs the power mode leaves on (default the profile's)."""
+        sm = int(sm or self.hw.sm_count)
+        key = (unit, precision, batch, sm)
         if key not in self.index:
             w, hw = self.w, self.hw
             if unit == "gpu":
-                item = costs(w, hw.arch, hw.sm_count, hw.has_tensor_cores, precision, batch, self.c)
+                item = costs(w, hw.arch, sm, hw.has_tensor_cores, precision, batch, self.c)
             elif unit == "dla":
-                item = costs(w, hw.arch, hw.sm_count, hw.has_tensor_cores, precision, batch, self.c,
+                item = costs(w, hw.arch, sm, hw.has_tensor_cores, precision, batch, self.c,
                              unit="dla", select=w.dla_ok)
             else:  # the layers a DLA engine hands back to the GPU
-                item = costs(w, hw.arch, hw.sm_count, hw.has_tensor_cores, precision, batch, self.c,
+                item = costs(w, hw.arch, sm, hw.has_tensor_cores, precision, batch, self.c,
                              select=~w.dla_ok)
             self.index[key] = len(self.items)
             self.items.append(item)
@@ -115,9 +117,10 @@ def resolve_precision(hw: Hardware, precision: str, precisions, notes: List[str]
 
 def config_row(hw: Hardware, w: Workload, engines: Engines, precision: str, batch: int,
                n_gpu: int, n_dla: int, c: Dict[str, float]) -> Dict[str, float]:
-    gpu = engines.gid("gpu", precision, batch) if n_gpu else 0
-    dla = engines.gid("dla", precision, batch) if n_dla else 0
-    fb = engines.gid("fb", precision, batch) if n_dla else 0
+    sm = hw.sm_count
+    gpu = engines.gid("gpu", precision, batch, sm) if n_gpu else 0
+    dla = engines.gid("dla", precision, batch, sm) if n_dla else 0
+    fb = engines.gid("fb", precision, batch, sm) if n_dla else 0
     ref = c["cpu_ref_mhz"]
     return {
         "gid_gpu": gpu, "gid_dla": dla, "gid_fb": fb,

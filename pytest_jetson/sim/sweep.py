@@ -154,7 +154,7 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
     accs = [str(a).strip().lower().replace(" ", "") for a in _as_list(accelerators, ["gpu"])]
 
     engines = plan.Engines(w, hw0, c)
-    # (precision, batch, accelerator, processes) combos that are valid, with their engine ids.
+    # (accelerator, precision, batch, processes) combos that are valid, with their instance split.
     combos = []
     for a in accs:
         for p in precs:
@@ -166,14 +166,20 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
                         if a == "gpu+dla" and n < 2:
                             continue  # not a configuration: gpu+dla needs two instances
                         raise exc
-                    row = plan.config_row(hw0, w, engines, p, b, n_g, n_d, c)
-                    combos.append((a, p, b, n, row))
+                    combos.append((a, p, b, n, n_g, n_d))
     if not combos:
         raise ConfigError("the sweep is empty: give at least one valid combination of precisions, "
                           "batches, processes and accelerators")
+    # Engine tables depend on the SMs a mode leaves on: one set per distinct SM count.
+    sms = sorted({h.sm_count for h in hws})
+    per_sm = []
+    for sm in sms:
+        hw_s = next(h for h in hws if h.sm_count == sm)
+        per_sm.append(plan.stack([plan.config_row(hw_s, w, engines, p, b, n_g, n_d, c)
+                                  for _, p, b, _, n_g, n_d in combos]))
     tables = engines.tables
     mem = {}
-    for _, p, b, _, _ in combos:
+    for _, p, b, *_ in combos:
         if (p, b) not in mem:
             mem[(p, b)] = plan.memory(w, p, b, c)[0]
     available = plan.available_memory(hw0, c)
@@ -187,16 +193,19 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
         "cores": np.array([float(h.cpu_online) for h in hws]),
         "budget": np.array([np.inf if h.budget_w is None else float(h.budget_w) for h in hws]),
         "dla_hz": np.array([h.dla_hz for h in hws]),
+        "sm": np.array([float(h.sm_count) for h in hws]),
     }
-    combo_cols = plan.stack([r for *_, r in combos])
+    sm_index = np.array([sms.index(h.sm_count) for h in hws])
     M, C = len(hws), len(combos)
     mi = np.repeat(np.arange(M), C)
     ci = np.tile(np.arange(C), M)
+    si = sm_index[mi]
     cfg: Dict[str, np.ndarray] = {}
-    for k, v in combo_cols.items():
-        cfg[k] = v[ci] if k not in mode_cols else None
-    for k, v in mode_cols.items():
-        cfg[k] = v[mi]
+    for k in per_sm[0]:
+        if k in mode_cols:
+            cfg[k] = mode_cols[k][mi]
+        else:
+            cfg[k] = np.stack([cols[k] for cols in per_sm])[si, ci]
 
     out: Dict[str, np.ndarray] = {}
     R = M * C
@@ -207,14 +216,14 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
             out.setdefault(k, []).append(res[k])
     res = {k: np.concatenate(v) for k, v in out.items()}
 
-    mem_pp = np.array([mem[(p, b)] for _, p, b, _, _ in combos])[ci]
-    n_proc = np.array([n for _, _, _, n, _ in combos], dtype=np.int64)[ci]
+    mem_pp = np.array([mem[(p, b)] for _, p, b, *_ in combos])[ci]
+    n_proc = np.array([n for _, _, _, n, *_ in combos], dtype=np.int64)[ci]
     p50, p99 = core.percentiles(res["latency"], res["latency_alone"])
     mode_names = [h.mode for h in hws]
     cols = {
-        "power_mode": mi, "precision": np.array([precs.index(p) for _, p, _, _, _ in combos])[ci],
+        "power_mode": mi, "precision": np.array([precs.index(p) for _, p, *_ in combos])[ci],
         "accelerator": np.array([accs.index(a) for a, *_ in combos])[ci],
-        "batch": np.array([b for _, _, b, _, _ in combos], dtype=np.int64)[ci],
+        "batch": np.array([b for _, _, b, *_ in combos], dtype=np.int64)[ci],
         "processes": n_proc,
         "throughput": res["throughput"], "per_process_throughput": res["throughput"] / n_proc,
         "latency": res["latency"], "latency_p50": p50, "latency_p99": p99,
