@@ -4,6 +4,8 @@ import json
 
 import psutil
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_jetson.context import Context
 from pytest_jetson.devices.device import simulated
@@ -149,3 +151,22 @@ def test_round_trips_through_json():
 def test_zero_duration_is_rejected():
     with pytest.raises(ConfigError, match="positive duration"):
         run_pool("resnet50", processes=2, duration="0s", warmup="0s")
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 8), batch=st.sampled_from([1, 2, 4]), precision=st.sampled_from(["int8", "fp16"]),
+       seed=st.integers(0, 2 ** 16))
+def test_pool_invariants(n, batch, precision, seed):
+    clock = SimClock()
+    m = run_pool("resnet18", processes=n, batch=batch, precision=precision, duration="1s", warmup="0.5s",
+                 seed=seed, clock=clock)
+    assert clock.now() == pytest.approx(1.5)
+    assert m.processes == n and m.batch == batch
+    assert m.items == sum(w.items for w in m.workers) == batch * len(m.latencies)
+    spread = m.per_process_throughput
+    assert spread.min <= spread.mean <= spread.max
+    assert m.throughput == pytest.approx(n * spread.mean, rel=0.02)
+    assert m.memory == pytest.approx(n * m.workers[0].memory)
+    # every worker ran the whole window and not an iteration more
+    for w in m.workers:
+        assert 1.0 <= w.duration < 1.0 + max(w.latencies)
