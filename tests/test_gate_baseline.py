@@ -104,6 +104,7 @@ def _writer(root, worker, count):
         store.update(NODE, {key: entry(seed=worker * 100 + i)})
 
 
+@pytest.mark.slow
 def test_concurrent_processes_lose_no_entry(tmp_path):
     root = tmp_path / "baselines"
     ctx = multiprocessing.get_context("spawn")
@@ -117,6 +118,7 @@ def test_concurrent_processes_lose_no_entry(tmp_path):
     assert len(doc["entries"]) == 32
 
 
+@pytest.mark.slow
 def test_interrupted_writer_leaves_old_or_new_file(tmp_path):
     """Kill writers at random moments: every file left is a complete, readable baseline."""
     root = tmp_path / "baselines"

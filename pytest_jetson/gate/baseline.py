@@ -45,7 +45,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import BaselineError
 from ..run.measurement import METRICS
-from .compare import COMPARED_KEYS, BaselineRef, env_differences
+from .compare import BaselineRef, env_differences
 from .stats import MetricStats, metric_stats
 
 SCHEMA = 1
@@ -251,9 +251,6 @@ def _changed(old: Dict[str, Any], new: Dict[str, Any], confidence: float) -> boo
     unchanged suite leaves the file as it is)."""
     if env_differences(new.get("fingerprint", {}), old.get("fingerprint", {})):
         return True
-    for key in COMPARED_KEYS:
-        if old.get("fingerprint", {}).get(key) != new.get("fingerprint", {}).get(key):
-            return True
     om, nm = old.get("metrics", {}), new.get("metrics", {})
     if set(om) != set(nm):
         return True
