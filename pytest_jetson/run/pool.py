@@ -29,8 +29,9 @@ from .measurement import Measurement, PoolMeasurement
 from .pool_spec import WorkerSpec, worker_specs
 
 BACKENDS = ("tensorrt", "onnxruntime", "simulated")
-#: Default time limit of the whole pool (engine builds included) beyond warm-up plus window.
-DEFAULT_DEADLINE_S = 900.0
+#: Default time limit of the whole pool (engine builds included) beyond warm-up plus window: a
+#: cold TensorRT build of a large model on a Nano takes many minutes; onnxruntime opens in seconds.
+DEFAULT_DEADLINE_S = {"tensorrt": 1800.0, "onnxruntime": 300.0}
 #: Threads per onnxruntime session in a pool worker: one, so N processes mean N busy cores and
 #: the pool measures process contention rather than thread oversubscription.
 ORT_THREADS = 1
@@ -47,8 +48,10 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
     ``"processes"`` option repeats it). ``options`` (``precision=``, ``batch=``, ...) apply to
     every workload that does not set them. ``context``: the session's Context (device, backend,
     clock, seed, ``--jetson-duration``, telemetry settings); explicit arguments win over it.
-    ``deadline``: time limit of the whole run, engine builds included (default 15 min plus
-    warm-up and window); a worker still busy then is reported as hung. ``seed`` (default: the
+    ``deadline``: time limit of the whole run, engine builds included (default 30 min for
+    tensorrt, 5 min for onnxruntime, plus warm-up and window); a worker still opening its engine
+    then is reported as hung. Once every engine is open, a worker that has not reported within
+    warm-up + window + max(5 s, warm-up + window) is reported as hung too. ``seed`` (default: the
     context's, else 0) seeds the simulated noise, a different stream per worker. ``telemetry``:
     None (the context's source, none without a context), "none", a source name, a
     ``TelemetryFactory`` or a sampler.
@@ -74,7 +77,7 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
         seed = int(getattr(context, "seed", 0) or 0)
     limit = parse_duration(deadline, "process_pool deadline")
     if limit is None:
-        limit = DEFAULT_DEADLINE_S + warm + window
+        limit = DEFAULT_DEADLINE_S.get(back, 1800.0) + warm + window
     elif limit <= 0:
         raise ConfigError(f"process_pool: deadline={deadline!r} must be a positive duration such as '10min'")
     if back == "simulated":
