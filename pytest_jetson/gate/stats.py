@@ -3,8 +3,8 @@
 The gate works on the log of a metric (ratios are what tolerances speak of) and needs, per side,
 the metric's value and the standard error of its log. How that error is estimated:
 
-* mean-like metrics (``latency_mean``, ``throughput``, ``per_process_throughput``): the standard
-  error of the mean by *batch means* (the ordered samples cut into up to 30 contiguous batches),
+* mean-like metrics (``latency_mean``, ``throughput`` (through the mean latency: throughput is
+  batch / mean latency), ``per_process_throughput``): the standard error of the mean by *batch means* (the ordered samples cut into up to 30 contiguous batches),
   which stays honest when consecutive iterations are correlated (DVFS, thermal drift, a noisy
   neighbour), where the textbook sd/sqrt(n) is too small;
 * quantiles (``latency_p50`` .. ``latency_p99``): the distribution-free order-statistic interval
@@ -177,6 +177,19 @@ def metric_stats(measurement: Any, metric: str, confidence: float = 0.99) -> Opt
         st.median = float(np.median(x))
         st.stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
         st.sample = compact(x)
+    if metric == "throughput" and value > 0:
+        # Throughput is items over the window, i.e. batch / mean latency: its relative error is the
+        # mean latency's, estimated from every iteration (a handful of windows gives few degrees of
+        # freedom, and an adaptive run may stop after three).
+        lat = np.asarray(getattr(measurement, "latencies", None) or [], dtype=float)
+        lat = lat[np.isfinite(lat)]
+        if lat.size >= MIN_SAMPLES_FOR_ERROR and lat.mean() > 0:
+            se_mean, df, _ = _batch_means_se(lat)
+            st.se_log = se_mean / float(lat.mean())
+            st.df = df
+            st.ci = st.interval(confidence)
+            st.confidence = confidence
+            return st
     if x.size >= MIN_SAMPLES_FOR_ERROR and value > 0:
         se_mean, df, inflation = _batch_means_se(x)
         if metric in _MEAN_LIKE and st.mean:
