@@ -156,3 +156,8 @@ def test_entry_keys_for_several_measurements():
     ms[2].name = "other"
     assert baseline.entry_keys(NODE, ms[:1]) == [NODE]
     assert baseline.entry_keys(NODE, ms) == [f"{NODE}|m#0", f"{NODE}|m#1", f"{NODE}|other"]
+
+
+def test_tests_outside_the_rootdir_stay_inside_the_store(store):
+    path = store.path_for("../other/test_y.py::test_a")
+    assert path == store.directory / "_up_" / "other" / "test_y.py.json"

@@ -162,3 +162,34 @@ def test_stats_se_grows_with_autocorrelation():
     b = metric_stats(M(walk), "latency_mean")
     assert a.se_log == pytest.approx(1 / math.sqrt(3000) / 10, rel=0.4)
     assert b.se_log > 2 * a.se_log
+
+
+# -- properties -----------------------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_RANK = {"pass": 0, "skip": 0, "inconclusive": 1, "fail": 2}
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), tol=st.sampled_from([0.02, 0.05, 0.1]),
+       metric=st.sampled_from(["throughput", "latency_mean", "latency_p50", "latency_p99"]),
+       slow=st.floats(1.0, 1.5))
+def test_a_larger_slowdown_never_gets_a_milder_verdict(seed, tol, metric, slow):
+    base = measurement(seed=seed, n=400)
+    ref = ref_of(base)
+    rng_seed = seed + 1
+    b = bounds.parse(metric, f"{tol * 100:g}%")
+    milder = compare.check(b, measurement(slow, seed=rng_seed, n=400), ref, fingerprint=fingerprint(base, FP))
+    worse = compare.check(b, measurement(slow * 1.2, seed=rng_seed, n=400), ref, fingerprint=fingerprint(base, FP))
+    assert _RANK[worse.outcome] >= _RANK[milder.outcome] or milder.outcome == "inconclusive"
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), metric=st.sampled_from(["throughput", "latency_mean", "latency_p99"]))
+def test_a_run_compared_with_itself_passes_with_no_change(seed, metric):
+    m = measurement(seed=seed, n=3000)
+    v = compare.check(bounds.parse(metric, "5%"), m, ref_of(m), fingerprint=fingerprint(m, FP))
+    assert v.outcome == "pass"
+    assert abs(v.change) < 1e-5  # the stored value is exact; only samples are rounded
+    assert math.isclose(v.p_value, 1.0, abs_tol=1e-3)

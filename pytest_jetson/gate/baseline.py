@@ -324,7 +324,9 @@ class BaselineStore:
 
     def path_for(self, nodeid: str) -> Path:
         module = nodeid.split("::", 1)[0]
-        return self.directory / (module + ".json")
+        # a test outside the rootdir ("../x/test_y.py") must not write outside the baselines
+        parts = ["_up_" if p == ".." else p for p in module.split("/") if p not in ("", ".")]
+        return self.directory.joinpath(*parts[:-1], parts[-1] + ".json") if parts else self.directory / "_.json"
 
     def display(self, path: Path) -> str:
         try:
