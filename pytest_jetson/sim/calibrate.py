@@ -237,6 +237,24 @@ def predicted(case: Case, overrides: Optional[Dict[str, float]] = None) -> float
 # ---------------------------------------------------------------------------------------------
 # Report
 
+def contrasts() -> List[Dict[str, Any]]:
+    return json.loads((DATA / "seeds.json").read_text(encoding="utf-8")).get("contrasts", [])
+
+
+def contrast_value(t: Dict[str, Any], overrides: Optional[Dict[str, float]] = None) -> float:
+    """(1 GPU + 1 DLA instance) minus (2 GPU instances), items/s, as the Tayal contrast defines it."""
+    from .predict import evaluate_one
+
+    hw = _hw(t["device"], t["power_mode"])
+    c = K.constants(hw.arch, hw.device_id, hw.family)
+    if overrides:
+        c.update(overrides)
+    w = _workload(t["model"])
+    both = evaluate_one(hw, w, t["precision"], int(t["batch"]), 1, 1, c)["throughput"]
+    two = evaluate_one(hw, w, t["precision"], int(t["batch"]), 2, 0, c)["throughput"]
+    return float(both - two)
+
+
 def report(overrides: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
     """Every expressible row: predicted vs published and the error; MAPE per metric and group."""
     cs, skipped = cases()
@@ -259,7 +277,8 @@ def report(overrides: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
             by_metric.setdefault(k, []).append(abs(r["error"]))
     mape = {k: 100.0 * float(np.mean(v)) for k, v in by_metric.items()}
     counts = {k: len(v) for k, v in by_metric.items()}
-    return {"rows": rows, "mape": mape, "counts": counts, "skipped": skipped}
+    extra = [{"target": t, "predicted": contrast_value(t, overrides)} for t in contrasts()]
+    return {"rows": rows, "mape": mape, "counts": counts, "skipped": skipped, "contrasts": extra}
 
 
 def _fmt(value: float, metric: str) -> str:
@@ -287,6 +306,11 @@ def format_report(rep: Dict[str, Any], verbose: bool = True) -> str:
                          f"{c.processes:>2} {c.metric:<22} {_fmt(c.value, c.metric):>12} "
                          f"{_fmt(r['predicted'], c.metric):>12} {100 * r['error']:>+7.1f}%")
         lines.append("")
+    for x in rep.get("contrasts", []):
+        t = x["target"]
+        lines.append(f"contrast {t['id']} ({t['device']} {t['model']} {t['precision']} batch {t['batch']}): "
+                     f"{t['metric']}: published {t['value']:+.1f} {t['unit']}, predicted {x['predicted']:+.1f}")
+    lines.append("")
     lines.append("MAPE per metric (rows):")
     for k in sorted(rep["mape"]):
         lines.append(f"  {k:<24} {rep['mape'][k]:6.1f}%  ({rep['counts'][k]})")
@@ -337,7 +361,7 @@ def nelder_mead(fun: Callable[[np.ndarray], float], x0: np.ndarray, step: float 
 
 #: (parameter, lower, upper) fitted per architecture. Positive quantities are fitted in log space.
 TIME_PARAMS: Dict[str, Sequence[Tuple[str, float, float]]] = {
-    "ampere": (("tc_eff", 0.2, 0.95), ("cuda_eff", 0.3, 0.95), ("dw_eff", 0.05, 0.9),
+    "ampere": (("dw_eff", 0.05, 0.9),
                ("kernel_cycles", 500, 40000), ("launch_us", 1, 40), ("host_us", 20, 2000),
                ("copy_gbs", 0.3, 20), ("switch_frac", 0.01, 0.2), ("graphs_factor", 0.02, 1.0),
                ("dla_eff", 0.05, 0.9)),
@@ -374,6 +398,28 @@ def _objective(cs: List[Case], names: Sequence[str], lows, highs, fixed: Dict[st
     return fun
 
 
+def _gemm_efficiencies(gemms: List[Case]) -> Dict[str, Tuple[float, str]]:
+    """tc_eff (fp16 GEMM), tf32_factor (tf32 over fp16) and cuda_eff (fp32 GEMM) from TensorRT GEMM roofs."""
+    eff: Dict[str, Tuple[float, str]] = {}
+    by_prec = {}
+    for c in gemms:
+        hw = _hw(c.device, c.mode)
+        unit = "tensor" if c.precision in ("fp16", "tf32", "int8", "bf16") else "cuda"
+        peak = 2.0 * rate(hw.arch, unit, c.precision) * hw.sm_count * hw.gpu_hz
+        by_prec[c.precision] = (c.value / peak, c)
+    src = "TensorRT GEMM N=2048 on Orin Nano 25W pinned 918 MHz (VD_G)"
+    if "fp16" in by_prec:
+        v, c = by_prec["fp16"]
+        eff["tc_eff"] = (v, f"published row {c.id}: {src} fp16 {c.value / 1e12:.2f} TFLOP/s over the tensor-core peak")
+    if "tf32" in by_prec and "fp16" in by_prec:
+        v, c = by_prec["tf32"]
+        eff["tf32_factor"] = (v / by_prec["fp16"][0], f"published row {c.id}: {src} tf32 efficiency over fp16's")
+    if "fp32" in by_prec:
+        v, c = by_prec["fp32"]
+        eff["cuda_eff"] = (v, f"published row {c.id}: {src} fp32 {c.value / 1e12:.2f} TFLOP/s over the CUDA-core peak")
+    return eff
+
+
 def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
     """Fit time constants per architecture, then Ampere power constants; returns calibration data."""
     cs, _ = cases()
@@ -395,15 +441,24 @@ def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
                 "value": round(mem_eff, 4), "fitted_to": f"inherited from ampere (row {dram[0].id}): no DRAM "
                                                          "roof published for this architecture"}
 
+    # Directly measured: how much of the peak a large TensorRT GEMM reaches, per unit and precision.
+    direct = _gemm_efficiencies([c for c in cs if c.metric == "roof_gemm"])
+    for n, (v, note) in direct.items():
+        result["arch"].setdefault("ampere", {})[n] = {"value": float(f"{v:.4g}"), "fitted_to": note}
+
     for arch, params in TIME_PARAMS.items():
         sel = [c for c in cs if ARCH_OF.get(c.device) == arch and c.group in ("time", "seeds", "roof")
                and c.metric not in ("roof_peak", "roof_dram")]
+        if arch == "ampere":
+            sel = [c for c in sel if c.metric != "roof_gemm"]
         if not sel:
             continue
         names = [p[0] for p in params]
         lows = np.array([max(p[1], 1e-6) for p in params])
         highs = np.array([p[2] for p in params])
         fixed = {"mem_eff": mem_eff} if mem_eff and "mem_eff" not in names else {}
+        if arch == "ampere":
+            fixed.update({n: v for n, (v, _) in direct.items()})
         c0 = K.constants(arch)
         x0 = np.log(np.clip([max(c0[n], 1e-3) for n in names], lows, highs))
         fun = _objective(sel, names, lows, highs, fixed)
@@ -421,11 +476,26 @@ def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
         if verbose:
             print(arch, fitted[arch], "rms log error", math.sqrt(fun(z)))
 
+    # DLA/GPU contention: the one published contrast (Tayal), 1-D search on the coupling constant.
+    for t in contrasts():
+        base = dict(fitted.get("ampere", {}))
+        base.update({n: v for n, (v, _) in direct.items()})
+        if mem_eff:
+            base["mem_eff"] = mem_eff
+        grid = np.linspace(0.0, 5.0, 101)
+        errs = [abs(contrast_value(t, dict(base, contention=g)) - t["value"]) for g in grid]
+        best = float(grid[int(np.argmin(errs))])
+        fitted.setdefault("ampere", {})["contention"] = best
+        result["arch"].setdefault("ampere", {})["contention"] = {
+            "value": best, "fitted_to": f"seeds contrast {t['id']}: {t['text'][:120]}"}
+        if verbose:
+            print("contention", best, "error", min(errs))
+
     # Pascal (TX2) has no published rows: Maxwell's software stack and SM design are its nearest.
     for n, v in fitted.get("maxwell", {}).items():
         result["arch"].setdefault("pascal", {})[n] = {
             "value": float(f"{v:.4g}"), "fitted_to": "inherited from maxwell: no published TX2 row"}
-    for n, v in fitted.get("ampere", {}).items():
+    for n, v in list(fitted.get("ampere", {}).items()) + [(n, v) for n, (v, _) in direct.items()]:
         result["arch"].setdefault("blackwell", {})[n] = {
             "value": float(f"{v:.4g}"), "fitted_to": "inherited from ampere: no published Thor row"}
 
@@ -440,6 +510,7 @@ def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
         lows = np.array([p[1] for p in POWER_PARAMS])
         highs = np.array([p[2] for p in POWER_PARAMS])
         fixed = dict(fitted.get("ampere", {}))
+        fixed.update({n: v for n, (v, _) in direct.items()})
         fixed["idle_w"] = 3.52
         if mem_eff:
             fixed["mem_eff"] = mem_eff

@@ -18,6 +18,7 @@ ARCH_DEFAULTS: Dict[str, float] = {
     # time
     "tc_eff": 0.65,          # fraction of tensor-core peak a large TensorRT GEMM/conv reaches
     "cuda_eff": 0.75,        # fraction of CUDA-core peak
+    "tf32_factor": 0.8,      # tf32 tensor-core efficiency relative to fp16/int8
     "dw_eff": 0.35,          # depthwise / grouped convs on CUDA cores
     "mem_eff": 0.85,         # fraction of DRAM peak a streaming kernel reaches
     "tile": 64.0,            # output tile edge of a conv/GEMM CTA (wave quantisation)

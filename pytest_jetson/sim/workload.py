@@ -177,6 +177,9 @@ def costs(w: Workload, arch: str, sm: int, has_tc: bool, precision: str, batch: 
     eff = np.where(mm, c["tc_eff"] if tc > 0 else c["cuda_eff"],
                    np.where(depthwise, c["dw_eff"], c["cuda_eff"]))
     eff = np.where(grouped, eff * 0.5, eff)
+    if tc > 0 and BYTES[precision] >= 4:
+        # tf32 feeds the tensor cores 4-byte operands: shared-memory bandwidth, not the MMA rate, limits it.
+        eff = np.where(mm, eff * c["tf32_factor"], eff)
     m = batch * np.maximum(w.k_spatial[idx], 1.0)
     tile = c["tile"]
     n = np.where(mm, np.maximum(channels / np.where(grouped, groups, 1.0), 1.0), tile)
