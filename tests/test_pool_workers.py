@@ -202,3 +202,25 @@ def test_spawned_workers_do_not_reimport_pytests_main(monkeypatch):
     monkeypatch.setitem(sys.modules, "__main__", script)
     with _lean_main():
         assert sys.modules["__main__"] is script
+
+
+def test_worker_that_dies_before_its_code_runs(no_orphans, monkeypatch):
+    """A factory only the parent can import (here a module made at run time): the child cannot
+    unpickle its workload and dies before ``worker.main``; the error says where to look."""
+    import types
+
+    from pytest_jetson.run import pool_fakes
+
+    mod = types.ModuleType("pool_only_in_the_parent")
+    monkeypatch.setitem(sys.modules, "pool_only_in_the_parent", mod)
+
+    def factory(model, **kw):
+        return pool_fakes.open_fake(model, **kw)
+
+    factory.__module__ = "pool_only_in_the_parent"
+    factory.__qualname__ = "factory"
+    mod.factory = factory
+    with pytest.raises(WorkerError) as info:
+        run_pool(("fake", {"engine_factory": factory}), processes=2, **QUICK)
+    msg = str(info.value)
+    assert "while starting, before the worker code ran" in msg and "exit code 1" in msg

@@ -37,6 +37,7 @@ class WorkerState:
     conn: Any = None
     log_path: str = ""
     t_spawn: float = 0.0
+    alive: Optional[Dict[str, Any]] = None
     loaded: Optional[Dict[str, Any]] = None
     started: Optional[Dict[str, Any]] = None
     result: Optional[Dict[str, Any]] = None
@@ -192,7 +193,9 @@ class ProcessPool:
         except (EOFError, OSError):
             w.conn = None
             return
-        if kind == "loaded":
+        if kind == "alive":
+            w.alive = payload
+        elif kind == "loaded":
             w.loaded = payload
         elif kind == "started":
             w.started = payload
@@ -257,6 +260,11 @@ class ProcessPool:
 
     @staticmethod
     def _phase_of(w: WorkerState) -> str:
+        if w.alive is None:
+            return ("while starting, before the worker code ran (spawn re-imports the parent's "
+                    "__main__ and unpickles the workload: guard a script's pool with "
+                    "`if __name__ == '__main__':` and use importable engine factories; the "
+                    "error went to the parent's stderr)")
         if w.loaded is None:
             return "while opening its engine"
         if w.started is None:
@@ -323,12 +331,16 @@ def _lean_main() -> Iterator[None]:
     pickled from it resolve. Under pytest that main is pytest's own, and importing pytest costs a
     worker a few hundred milliseconds of start-up; nothing a worker receives lives there (its target
     and the engine factories are importable by name), so we hide it while the child is started.
-    Any other ``__main__`` (a user's script) is kept."""
+    The same for a main that is no file (``python -``). Any other ``__main__`` (a user's script)
+    is kept."""
     main = sys.modules.get("__main__")
     name = getattr(getattr(main, "__spec__", None), "name", None) or ""
-    path = os.path.basename(getattr(main, "__file__", None) or "")
+    file = getattr(main, "__file__", None) or ""
+    path = os.path.basename(file)
     is_pytest = name.split(".")[0] in ("pytest", "_pytest", "py") or path in ("pytest", "py.test", "pytest.exe")
-    if main is None or not is_pytest:
+    # a main read from stdin ('<stdin>') cannot be re-imported at all: the child would die
+    unreadable = bool(file) and not name and not os.path.isfile(file)
+    if main is None or not (is_pytest or unreadable):
         yield
         return
     sys.modules["__main__"] = types.ModuleType("__main__")

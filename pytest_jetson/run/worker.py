@@ -10,8 +10,8 @@ interpreter: no CUDA context, no threads or locks inherited from a forked parent
 4. warm up (the harness), meet at the *start* barrier, note when it left it, measure the window;
 5. send the Measurement back as a dict and exit.
 
-Every message to the parent is ``(kind, payload)`` on a one-way pipe: ``loaded``, ``started``,
-``result``, ``error``, ``aborted``. The worker ignores SIGINT (Ctrl-C reaches the whole process
+Every message to the parent is ``(kind, payload)`` on a one-way pipe: ``alive``, ``loaded``,
+``started``, ``result``, ``error``, ``aborted``. The worker ignores SIGINT (Ctrl-C reaches the whole process
 group; the parent alone decides when to stop) and exits by itself when its parent dies.
 """
 
@@ -166,6 +166,7 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
     os.environ["PYTEST_JETSON_POOL_WORKER"] = str(spec.index)
     _redirect_output(log_path)
     _watch_parent()
+    conn.send(("alive", {"t_main": t_main, "pid": os.getpid()}))
     deadline = t_main + float(run["deadline_s"])
     phase = "load"
 
