@@ -184,7 +184,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
             parent.kill()
 
 
-def test_spawned_workers_do_not_reimport_pytests_main(monkeypatch):
+def test_spawned_workers_do_not_reimport_pytests_main(monkeypatch, tmp_path):
     import types
 
     from pytest_jetson.run.pool_procs import _lean_main
@@ -198,10 +198,17 @@ def test_spawned_workers_do_not_reimport_pytests_main(monkeypatch):
     assert sys.modules["__main__"] is fake_pytest
 
     script = types.ModuleType("__main__")
-    script.__file__ = "/home/me/run_pools.py"  # a user's script: its objects must stay resolvable
+    script.__file__ = str(tmp_path / "run_pools.py")  # a user's script: its objects must resolve
+    (tmp_path / "run_pools.py").write_text("")
     monkeypatch.setitem(sys.modules, "__main__", script)
     with _lean_main():
         assert sys.modules["__main__"] is script
+
+    stdin = types.ModuleType("__main__")
+    stdin.__file__ = "<stdin>"  # python - : nothing a child could import
+    monkeypatch.setitem(sys.modules, "__main__", stdin)
+    with _lean_main():
+        assert sys.modules["__main__"] is not stdin
 
 
 def test_worker_that_dies_before_its_code_runs(no_orphans, monkeypatch):
