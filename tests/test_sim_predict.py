@@ -177,6 +177,21 @@ def test_out_of_memory_says_needed_available_and_the_fix():
     assert "needs" in text and "available" in text and "at most" in text and "processes" in text
 
 
+def test_memory_pressure_near_full_memory_slows_every_process(monkeypatch):
+    from pytest_jetson.sim import constants
+
+    # fp32 batch 16: ~0.69 GB per process on an 8 GB Orin Nano; 10 processes fill ~96% of it.
+    roomy = predict(NANO, "resnet50", "fp32", 16, processes=6)
+    tight = predict(NANO, "resnet50", "fp32", 16, processes=10)
+    assert any("memory pressure" in n for n in tight.notes)
+    assert not any("memory pressure" in n for n in roomy.notes)
+    monkeypatch.setitem(constants.ARCH_DEFAULTS, "pressure", 0.0)
+    unpressed = predict(NANO, "resnet50", "fp32", 16, processes=10)
+    assert tight.per_process_throughput < 0.9 * unpressed.per_process_throughput
+    assert roomy.per_process_throughput == pytest.approx(
+        predict(NANO, "resnet50", "fp32", 16, processes=6).per_process_throughput)
+
+
 def test_unknown_ops_are_listed_and_costed_for_memory_only():
     k = SimpleNamespace(name="conv", op_type="Conv", kind="conv", macs=10**8, flops=2 * 10**8, weight_elems=10**5,
                         input_elems=150528, output_elems=200704, out_channels=64, spatial=3136, groups=1)

@@ -29,6 +29,7 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "cpu_ref_mhz": 1500.0,
     "graphs_factor": 0.2,    # host work left when a harness replays CUDA graphs (calibration only)
     "switch_frac": 0.03,     # GPU time-slice switching overhead per extra process
+    "pressure": 0.25,        # slow-down at 100% of unified memory, growing from 80% (not fitted: no data)
     "core_share": 0.5,       # share of online CPU cores inference threads get (big.LITTLE, seeds)
     "dla_eff": 0.25,
     "dla_transition_us": 150.0,  # DLA <-> GPU hand-over for a fallback segment

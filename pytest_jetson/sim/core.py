@@ -79,7 +79,10 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     launch = c["launch_us"] * 1e-6 * cfg["cpu_scale"]
     t_host = (c["host_us"] * 1e-6 + cfg["io_bytes"] / (c["copy_gbs"] * 1e9)) * cfg["cpu_scale"]
     cores = np.maximum(1.0, cfg["cores"] * c["core_share"])
-    sw = 1.0 + c["switch_frac"] * (n_all - 1)
+    # Time-slice switching grows with the number of contexts; near full memory, page-cache eviction and
+    # allocator pressure slow every process further (seeds section 1: "memory pressure").
+    pressure = 1.0 + c["pressure"] * np.maximum(0.0, (cfg["mem_frac"] - 0.8) / 0.2)
+    sw = (1.0 + c["switch_frac"] * (n_all - 1)) * pressure
 
     # DLA instances: their own engine on a DLA core plus GPU fallback segments.
     gd, gf = cfg["gid_dla"], cfg["gid_fb"]

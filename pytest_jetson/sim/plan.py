@@ -122,7 +122,9 @@ def config_row(hw: Hardware, w: Workload, engines: Engines, precision: str, batc
     dla = engines.gid("dla", precision, batch, sm) if n_dla else 0
     fb = engines.gid("fb", precision, batch, sm) if n_dla else 0
     ref = c["cpu_ref_mhz"]
+    per_process = memory_per_process(w, precision, batch, c)[0]
     return {
+        "mem_frac": per_process * (n_gpu + n_dla) / available_memory(hw, c),
         "gid_gpu": gpu, "gid_dla": dla, "gid_fb": fb,
         "n_gpu": float(n_gpu), "n_dla": float(n_dla), "n_tr": float(transitions(w) if n_dla else 0),
         "f_max": hw.gpu_hz, "bw": hw.bw, "cpu_scale": ref / (hw.cpu_mhz or ref),

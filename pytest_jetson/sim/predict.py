@@ -126,6 +126,10 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
                           needed=per_process * processes, available=available)
 
     out = evaluate_one(hw, w, p, batch, n_gpu, n_dla, c)
+    used = per_process * processes / available
+    if used > 0.8:
+        notes.append(f"memory pressure: {100 * used:.0f}% of the unified memory available to engines is in "
+                     "use, which slows every process (fewer processes or a smaller batch avoid it)")
     p50, p99 = core.percentiles(np.array([out["latency"]]), np.array([out["latency_alone"]]))
     if out["budget_unmet"]:
         notes.append(f"power mode {hw.mode}: board power exceeds the {hw.budget_w} W budget even at the "
