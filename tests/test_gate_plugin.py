@@ -172,7 +172,7 @@ def test_missing_baseline_skips_relative_bounds_or_fails_for_gates(suite):
     r = run(suite)
     r.assert_outcomes(passed=2)
     r.stdout.fnmatch_lines([
-        "*skip test_suite.py::test_a: throughput 5%: no baseline for orin-nano-8gb; "
+        "*skip test_suite.py::test_a: throughput 5%, latency_p99 10%: no baseline for orin-nano-8gb; "
         "record with --jetson-update-baselines*",
     ])
     r = run(suite, "--jetson-missing-baseline=fail")
@@ -231,8 +231,8 @@ def test_environment_mismatch_is_reported_not_compared(suite, monkeypatch):
     r = run(suite)
     r.assert_outcomes(passed=2)
     r.stdout.fnmatch_lines([
-        "*skip test_suite.py::test_a: throughput 5%: baseline not compared, recorded under another "
-        "environment: power_mode: 7W (baseline) vs 15W (now)*",
+        "*skip test_suite.py::test_a: throughput 5%, latency_p99 10%: baseline not compared, recorded "
+        "under another environment: power_mode: 7W (baseline) vs 15W (now)*",
     ])
     r = run(suite, "--jetson-allow-env-mismatch")
     r.assert_outcomes(passed=1, failed=1)

@@ -36,7 +36,7 @@ def test_terminal_table_puts_regressions_first():
     assert "test_slow" in body[0] and "FAIL" in body[0] and "-12.0%" in body[0]
     assert "test_new" in body[1] and "skip" in body[1]
     assert "test_ok" in body[2] and "+1.0%" in body[2]
-    assert any(line.startswith("skip t.py::test_new: skip: throughput details") for line in lines)
+    assert any(line.startswith("skip t.py::test_new: throughput 5%: throughput details") for line in lines)
 
 
 def test_markdown_regressions_first_with_reasons():

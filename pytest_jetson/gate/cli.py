@@ -136,8 +136,18 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
     shown = [v for v in verdicts if v.outcome != "pass" or args.verbose]
     if shown:
         lines.append("")
+        skipped: Dict[tuple, List[str]] = {}
         for v in shown:
-            lines.append(f"{v.outcome} {v.measurement}: {v.message.splitlines()[0]}")
+            first = v.message.splitlines()[0]
+            if v.outcome == "skip" and ": " in first:
+                # one line per test and reason, not one per metric
+                skipped.setdefault((v.measurement, first.split(": ", 1)[1]), []).append(v.metric)
+                continue
+            lines.append(f"{v.outcome} {v.measurement}: {first}")
+        for (key, why), names in skipped.items():
+            why = why.replace("Re-record with --jetson-update-baselines, or compare anyway with "
+                              "--jetson-allow-env-mismatch", "Compare anyway with --allow-env-mismatch")
+            lines.append(f"skip {key} ({', '.join(names)}): {why}")
     bad = [v for v in verdicts if v.outcome in ("fail", "error")
            or (args.inconclusive == "fail" and v.outcome == "inconclusive")]
     counts: Dict[str, int] = {}

@@ -56,10 +56,16 @@ def summary(results: Sequence[Any], device_fingerprint: Dict[str, Any]) -> List[
     for r in results:
         if r.error:
             notes.append(f"ERROR {r.nodeid}: {r.error}")
+        skipped: Dict[str, List[str]] = {}
         for v in r.verdicts:
-            if v.outcome in ("skip", "inconclusive", "fail", "error"):
-                first = v.message.splitlines()[0] if v.message else ""
+            first = v.message.splitlines()[0] if v.message else ""
+            if v.outcome == "skip" and ": " in first:
+                # one line per reason, not one per metric
+                skipped.setdefault(first.split(": ", 1)[1], []).append(f"{v.metric} {v.bound}")
+            elif v.outcome in ("inconclusive", "fail", "error"):
                 notes.append(f"{v.outcome} {_short(r.nodeid)}: {first}")
+        for why, names in skipped.items():
+            notes.append(f"skip {_short(r.nodeid)}: {', '.join(names)}: {why}")
         for n in r.notes:
             notes.append(f"note {_short(r.nodeid)}: {n.splitlines()[0]}")
     if notes:
