@@ -1,0 +1,63 @@
+"""Concurrent vision inference on a Jetson Orin Nano (the concurrency study, SEEDS.md section 1).
+
+ResNet50 (classification), FCN_ResNet50 (segmentation) and YOLOv8n (detection) as TensorRT engines
+at int8, fp16 and tf32, batch 1 to 16, and 1/2/4/8 concurrent processes. Every test is gated on
+the baselines in baselines/orin-nano-8gb/; a few carry the study's absolute figures as well.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.jetson("orin-nano")
+
+MODELS = ["resnet50", "fcn_resnet50", "yolov8n"]
+PRECISIONS = ["int8", "fp16", "tf32"]
+BATCHES = [1, 2, 4, 8, 16]
+PROCESSES = [1, 2, 4, 8]
+
+# The study's own figures for ResNet50 int8 on one process, with room for run-to-run noise.
+ABSOLUTE = {
+    ("resnet50", "int8", 1): dict(throughput=">= 400/s"),
+    ("resnet50", "int8", 8): dict(throughput=">= 850/s"),
+}
+
+
+def _single_params():
+    for model in MODELS:
+        for precision in PRECISIONS:
+            for batch in BATCHES:
+                bounds = ABSOLUTE.get((model, precision, batch))
+                marks = [pytest.mark.perf(**bounds)] if bounds else []
+                yield pytest.param(model, precision, batch, marks=marks, id=f"{model}-{precision}-b{batch}")
+
+
+@pytest.mark.perf(throughput="5%", latency_p99="10%", memory="5%", power="10%", energy="10%")
+@pytest.mark.parametrize("model, precision, batch", list(_single_params()))
+def test_one_process(trt_engine, perf, model, precision, batch):
+    engine = trt_engine(model, precision=precision, batch=batch)
+    perf.measure(engine, duration="3s", warmup="1s")
+
+
+@pytest.mark.perf(per_process_throughput="10%", throughput="10%", memory="5%", latency_p99="15%")
+@pytest.mark.parametrize("processes", PROCESSES, ids=lambda n: f"p{n}")
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("model", MODELS)
+def test_concurrent_processes(process_pool, perf, model, precision, processes):
+    pool = process_pool(model, processes=processes, precision=precision, batch=1, duration="3s",
+                        warmup="1s")
+    perf.record(pool)
+
+
+@pytest.mark.perf(per_process_throughput="<= 300/s", memory="<= 6 GiB")
+def test_eight_resnet50_tenants_share_the_gpu(process_pool, perf):
+    """Eight int8 ResNet50 processes time-slice the GPU: each gets a fraction of one alone
+    (~200 img/s in the study), and each holds its own engine and buffers."""
+    perf.record(process_pool("resnet50", processes=8, precision="int8", batch=8, duration="3s",
+                             warmup="1s"))
+
+
+@pytest.mark.perf(throughput="10%", memory="5%")
+def test_mixed_tenants(process_pool, perf):
+    """A detection and a classification model on one board, as multi-tenant deployments run."""
+    perf.record(process_pool([("resnet50", {"precision": "int8", "batch": 4}),
+                              ("yolov8n", {"precision": "fp16", "batch": 1})], duration="3s",
+                             warmup="1s"))
