@@ -370,18 +370,21 @@ def _mark_owner(node):
 
 
 def _parse_perf_marks(item):
-    from .errors import BoundError
-    from .gate.bounds import parse_marks
-
     marks = []
     for node, mark in item.iter_markers_with_node("perf"):
         if mark.args:
+            from .errors import BoundError
+
             raise BoundError(
                 f"perf mark on {_mark_owner(node)}: bounds are keyword arguments, e.g. "
                 f"@pytest.mark.perf(throughput='>= 900/s'); got positional {mark.args!r}"
             )
         marks.append((_mark_owner(node), dict(mark.kwargs)))
-    return parse_marks(marks) if marks else []
+    if not marks:
+        return []
+    from .gate.bounds import parse_marks  # only suites with perf marks pay for numpy here
+
+    return parse_marks(marks)
 
 
 @pytest.hookimpl(hookwrapper=True)

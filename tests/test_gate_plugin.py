@@ -82,6 +82,19 @@ def test_unknown_metric_suggests_closest(suite):
     r.stdout.fnmatch_lines(["*unknown metric 'througput'. Did you mean 'throughput'?*"])
 
 
+def test_positional_bound_says_bounds_are_keywords(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+        @pytest.mark.perf(">= 900/s")
+        def test_a(perf):
+            pass
+    ''')
+    r = run(suite)
+    assert r.ret == 2
+    r.stdout.fnmatch_lines(["*perf mark on test_a: bounds are keyword arguments, e.g. "
+                            "@pytest.mark.perf(throughput='>= 900/s')*"])
+
+
 def test_conflicting_marks_on_class_and_test_are_a_collection_error(suite):
     suite.makepyfile(test_suite='''
         import pytest
