@@ -23,6 +23,9 @@ UNSUPPORTED = {"FancyOp"}
 COMPUTE_MS_PER_ITEM = 2.0
 #: When True, build_serialized_network fails (returns None) after logging an error.
 FAIL_BUILD = False
+#: When True the real pycuda is in use (a GPU test): the "kernel" is a device-to-device copy of
+#: the first input into the first output, so data really goes through GPU memory.
+REAL_CUDA = False
 LOG: Dict[str, Any] = {}
 
 
@@ -40,14 +43,18 @@ def _sync_flavour() -> None:
         del NetworkDefinitionCreationFlag.EXPLICIT_BATCH
 
 
-def install(monkeypatch, version: str = "10.3.0", api: str = "v3") -> Any:
-    """Put the fakes in sys.modules (``tensorrt``, ``pycuda``, ``pycuda.driver``) for one test."""
+def install(monkeypatch, version: str = "10.3.0", api: str = "v3", real_pycuda: bool = False) -> Any:
+    """Put the fakes in sys.modules (``tensorrt``, and unless ``real_pycuda`` also ``pycuda`` and
+    ``pycuda.driver``) for one test."""
+    global REAL_CUDA
     fake_pycuda.reset()
     reset(version, api)
-    package, driver = fake_pycuda.modules()
+    REAL_CUDA = real_pycuda
     monkeypatch.setitem(sys.modules, "tensorrt", sys.modules[__name__])
-    monkeypatch.setitem(sys.modules, "pycuda", package)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    if not real_pycuda:
+        package, driver = fake_pycuda.modules()
+        monkeypatch.setitem(sys.modules, "pycuda", package)
+        monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
     return sys.modules[__name__]
 
 
@@ -387,6 +394,8 @@ class _ContextBase:
         return tuple(shape)
 
     def _compute(self, ptrs: Dict[str, int]) -> bool:
+        if REAL_CUDA:
+            return self._compute_on_gpu(ptrs)
         batch = self._batch()
         first_in = next(t for t in self.engine.tensors if t["mode"] == "INPUT")
         in_shape = self.shapes[first_in["name"]]
@@ -399,6 +408,16 @@ class _ContextBase:
                 out = np.repeat(means[:, None], int(np.prod(shape[1:])), axis=1).astype(np.float32)
                 fake_pycuda.device_bytes(ptrs[t["name"]])[: out.nbytes] = out.reshape(-1).view(np.uint8)
         fake_pycuda.STATE.gpu_ms += COMPUTE_MS_PER_ITEM * batch
+        return True
+
+
+    def _compute_on_gpu(self, ptrs: Dict[str, int]) -> bool:
+        import pycuda.driver as cuda
+
+        first_in = next(t for t in self.engine.tensors if t["mode"] == "INPUT")
+        first_out = next(t for t in self.engine.tensors if t["mode"] == "OUTPUT")
+        n = min(int(np.prod(self.shapes[first_in["name"]])), int(np.prod(self._out_shape(first_out))))
+        cuda.memcpy_dtod(ptrs[first_out["name"]], ptrs[first_in["name"]], n * 4)
         return True
 
 
