@@ -236,3 +236,17 @@ def test_recorder_passes_a_sampler_through():
     assert sampler.items == 20
     assert m.power == 7.5
     assert m.energy == pytest.approx(0.1)
+
+
+def test_recorder_attaches_simulated_telemetry_by_default():
+    from pytest_jetson.engines import open_engine
+
+    ctx = Context(settings=Settings(), device=simulated("orin-nano"))  # telemetry: auto
+    engine = open_engine("resnet50", backend="simulated", device=ctx.device, clock=ctx.clock,
+                         precision="int8", batch=8)
+    m = Recorder(ctx).measure(engine, duration="5s", warmup="0.5s")
+    assert m.telemetry.source == "simulated"
+    assert m.telemetry.items == m.items
+    assert m.power == pytest.approx(engine.prediction.power, rel=0.05)
+    assert m.energy == pytest.approx(engine.prediction.energy, rel=0.05)
+    assert Measurement.from_dict(json.loads(json.dumps(m.to_dict()))).power == pytest.approx(m.power)

@@ -6,22 +6,22 @@ from .measurement import Measurement
 
 
 def telemetry_factory(context: Any) -> Any:
-    """The session's telemetry factory for ``context`` (None: telemetry off or unavailable).
+    """The session's telemetry factory for ``context`` (None: telemetry off).
 
-    One small function so the telemetry wiring can change in one place.
+    One small function so the telemetry wiring can change in one place: the session-wide
+    factory (source chosen and probed once; a simulated board's temperature carries over from
+    one measurement to the next).
     """
     settings = getattr(context, "settings", None)
     source = getattr(settings, "telemetry", "auto") if settings is not None else "auto"
     if context is None or source == "none":
         return None
-    try:
-        from ..telemetry import TelemetryFactory  # type: ignore[attr-defined]
-    except ImportError:
-        try:
-            from ..telemetry.select import TelemetryFactory  # type: ignore[no-redef]
-        except ImportError:
-            return None
-    return TelemetryFactory(context.device, context.clock, source=source)
+    interval = getattr(settings, "telemetry_interval", None) or 0.1
+    from ..telemetry import factory as telemetry_factory_module
+
+    return telemetry_factory_module.session_factory(
+        context.device, context.clock, source=source, interval=interval, seed=getattr(context, "seed", 0)
+    )
 
 
 def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
