@@ -298,6 +298,13 @@ def test_unused_entries_reported_then_pruned(suite):
     r = run(suite, "--jetson-prune-baselines")
     r.stdout.fnmatch_lines(["*pruned 1 unused entry*"])
     assert sorted(baseline_doc(suite)["entries"]) == ["test_suite.py::test_a"]
+    # a deleted test module leaves a whole file of unused entries; pruning removes the file
+    suite.makepyfile(test_other=SUITE)
+    run(suite, "--jetson-update-baselines")
+    (suite.path / "test_other.py").unlink()
+    r = run(suite, "--jetson-prune-baselines")
+    r.stdout.fnmatch_lines(["*pruned 2 unused entries*", "*test_other.py.json: test_other.py::test_a"])
+    assert not (suite.path / "baselines" / "orin-nano-8gb" / "test_other.py.json").exists()
 
 
 @pytest.mark.slow

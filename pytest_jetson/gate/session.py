@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from ..errors import BaselineError
-from .baseline import BaselineStore, entry_keys, fingerprint, make_entry
+from .baseline import BaselineStore, entry_keys, fingerprint, make_entry, read_file
 from .bounds import Bound
 from .compare import Verdict, check
 
@@ -107,6 +107,7 @@ class GateSession:
         if not root.is_absolute():
             root = Path(rootdir) / root
         self.store = BaselineStore(root, device.id)
+        self.rootdir = Path(rootdir)
         self.results: List[TestResult] = []
         self.ran: List[str] = []
         self.deselected = 0
@@ -204,6 +205,17 @@ class GateSession:
             keep = [k for k in keys if not (k.split("|", 1)[0] in ran and k.split("|", 1)[0] not in recorded)]
             if keep:
                 out[path] = keep
+        # Files of test modules that no longer exist are stale as a whole.
+        for path in self.store.files():
+            module = self.store.module_of(path)
+            if path in out or module in modules or (self.rootdir / module).exists():
+                continue
+            try:
+                entries = sorted(read_file(path).get("entries", {}))
+            except BaselineError:
+                continue
+            if entries:
+                out[path] = entries
         return out
 
     def summary_lines(self, unused: Dict[Path, List[str]], pruned: int = 0,
