@@ -484,7 +484,7 @@ def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
             base["mem_eff"] = mem_eff
         grid = np.linspace(0.0, 5.0, 101)
         errs = [abs(contrast_value(t, dict(base, contention=g)) - t["value"]) for g in grid]
-        best = float(grid[int(np.argmin(errs))])
+        best = round(float(grid[int(np.argmin(errs))]), 3)
         fitted.setdefault("ampere", {})["contention"] = best
         result["arch"].setdefault("ampere", {})["contention"] = {
             "value": best, "fitted_to": f"seeds contrast {t['id']}: {t['text'][:120]}"}

@@ -149,7 +149,8 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     volt = np.minimum(c["v0"] + c["v1"] * f_ghz, c["v_max"])
     math_frac = np.minimum(1.0, _safe_div(T.tot_a[gg0] / f, t_gpu))
     activity = gpu_busy * (c["gpu_base_frac"] + (1.0 - c["gpu_base_frac"]) * math_frac)
-    p_gpu = c["gpu_w"] * cfg["sm"] * f_ghz * volt * volt * activity
+    # gpu_w is per 128 CUDA cores (an Ampere SM): switching power follows the cores that switch.
+    p_gpu = c["gpu_w"] * cfg["sm"] * cfg["cores_per_sm"] / 128.0 * f_ghz * volt * volt * activity
     p_mem = c["mem_w_per_gbs"] * bytes_rate / 1e9
     p_cpu = c["cpu_w"] * np.minimum(cfg["cores"], n_all) / cfg["cpu_scale"]
     p_dla = c["dla_w"] * _safe_div(n_d * t_dla, T_d)

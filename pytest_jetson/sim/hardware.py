@@ -36,7 +36,7 @@ class Hardware:
         return self.gpu_hz / 1e6
 
 
-def _cores_per_sm(arch: str) -> int:
+def cores_per_sm(arch: str) -> int:
     return 64 if arch == "volta" else 128
 
 
@@ -80,7 +80,7 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
         if not prof.cuda_cores:
             raise ConfigError(f"device profile {prof.id}: neither gpu.sm_count nor gpu.cuda_cores is "
                               f"known; add one to {prof.path}")
-        sm = max(1, int(round(prof.cuda_cores / _cores_per_sm(arch))))
+        sm = max(1, int(round(prof.cuda_cores / cores_per_sm(arch))))
         notes.append(f"SM count unknown: {sm} from {prof.cuda_cores} CUDA cores")
 
     active = getattr(mode, "gpu_sm_active", None)

@@ -9,7 +9,7 @@ from ..errors import ConfigError
 from . import constants as K
 from .arch import effective_precision
 from .core import Tables
-from .hardware import Hardware
+from .hardware import Hardware, cores_per_sm
 from .workload import Workload, costs, memory_per_process
 
 ACCELERATORS = ("gpu", "dla", "gpu+dla")
@@ -130,6 +130,7 @@ def config_row(hw: Hardware, w: Workload, engines: Engines, precision: str, batc
         "f_max": hw.gpu_hz, "bw": hw.bw, "cpu_scale": ref / (hw.cpu_mhz or ref),
         "cores": float(hw.cpu_online), "budget": np.inf if hw.budget_w is None else float(hw.budget_w),
         "dla_hz": hw.dla_hz, "dla_cores": float(max(hw.dla_count, 1)), "sm": float(hw.sm_count),
+        "cores_per_sm": float(cores_per_sm(hw.arch)),
         "idle": c["idle_w"], "io_bytes": float(batch * (w.io_in + w.io_out) * 4.0),
         "batch": float(batch),
     }
