@@ -124,3 +124,40 @@ def test_benchmark_disabled_plugin_is_harmless(host):
         """
     )
     host.runpytest("-p", "no:benchmark").assert_outcomes(passed=1)
+
+
+def test_on_a_host_the_engine_is_simulated_on_the_sessions_clock(host):
+    host.makepyfile(
+        """
+        import pytest
+
+        def test_measure(trt_engine, perf, benchmark, pytestconfig):
+            from pytest_jetson.plugin import jetson_context
+
+            ctx = jetson_context(pytestconfig)
+            engine = trt_engine("resnet50", precision="int8", batch=8)
+            assert engine.backend == "simulated" and engine.clock is ctx.clock
+            m = perf.measure(engine, duration="10s")
+            assert m.clock == "virtual" and m.duration == pytest.approx(10, abs=0.1)
+            assert m.throughput == pytest.approx(engine.prediction.throughput, rel=0.05)
+            assert m.telemetry.source == "simulated" and m.power > 0
+            assert m.environment["precision"] == "int8" and m.environment["simulated"] is True
+            benchmark(engine.infer, 8)
+            assert benchmark.stats.stats.mean == pytest.approx(engine.prediction.latency, rel=0.05)
+        """
+    )
+    host.runpytest("--benchmark-max-time", "0.5").assert_outcomes(passed=1)
+
+
+def test_seed_option_reaches_simulated_engines(host):
+    host.makepyfile(
+        """
+        def test_seed(trt_engine, perf):
+            m = perf.measure(trt_engine("mobilenet_v2"), iterations=5, warmup=0)
+            print("LAT", m.latencies)
+        """
+    )
+    runs = [host.runpytest("-s", "--jetson-seed", seed, "--jetson-telemetry", "none") for seed in ("1", "1", "2")]
+    lines = [[ln.split("LAT", 1)[1] for ln in r.outlines if "LAT [" in ln] for r in runs]
+    assert lines[0]
+    assert lines[0] == lines[1] != lines[2]
