@@ -193,15 +193,22 @@ def _placeholder_int8_ranges(network: Any) -> None:
 
 
 def _profile_shapes(shape: Tuple[int, ...], spec: TensorSpec, batch: int) -> Tuple[Tuple[int, ...], ...]:
-    lo, opt, hi = [], [], []
+    """(min, opt, max) shapes: the batch dimension from 1 to ``batch``, every other dynamic
+    dimension fixed at what the ONNX spec resolved it to."""
+    lo: List[int] = []
+    opt: List[int] = []
+    hi: List[int] = []
     for i, d in enumerate(shape):
         if d is not None and int(d) >= 0:
-            lo.append(int(d)), opt.append(int(d)), hi.append(int(d))
+            dims = (int(d), int(d), int(d))
         elif i == 0:
-            lo.append(1), opt.append(batch), hi.append(batch)
+            dims = (1, batch, batch)
         else:
             fixed = spec.shape[i] if i < len(spec.shape) else 1
-            lo.append(fixed), opt.append(fixed), hi.append(fixed)
+            dims = (fixed, fixed, fixed)
+        lo.append(dims[0])
+        opt.append(dims[1])
+        hi.append(dims[2])
     return tuple(lo), tuple(opt), tuple(hi)
 
 
