@@ -124,3 +124,11 @@ def test_closed_engine_refuses_to_run():
         engine.infer()
     with pytest.raises(EngineError, match="closed"):
         engine.infer()
+
+
+def test_measuring_another_batch_uses_that_batchs_prediction():
+    engine = _open(batch=8, precision="int8")
+    m = measure(engine, duration="2s", batch=2, warmup=0)
+    assert m.batch == 2 and m.items == 2 * m.iterations
+    assert m.extra["prediction"]["latency"] == pytest.approx(engine.prediction_for(2).latency)
+    assert m.latency_mean == pytest.approx(engine.prediction_for(2).latency, rel=0.05)

@@ -160,6 +160,10 @@ class SimulatedEngine(Engine):
         out = self._outputs.get(batch)
         return out if out is not None else self._infer_outputs(batch)
 
+    def prediction_for(self, batch: Optional[int] = None) -> Any:
+        """The simulator's prediction for ``batch`` (default: the engine's batch)."""
+        return self._predict(self.batch if batch is None else batch)
+
     def expected_latency(self, batch: Optional[int] = None) -> float:
         """The simulator's mean latency per batch (s), without noise."""
         return float(self._predict(self.batch if batch is None else batch).latency)

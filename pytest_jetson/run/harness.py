@@ -98,9 +98,14 @@ def start_telemetry(engine: Any, telemetry: Any, interval: Optional[float] = Non
                       "nor a telemetry factory")
 
 
-def load_telemetry(sampler: Any, engine: Any) -> None:
+def _prediction(engine: Any, batch: int) -> Any:
+    for_batch = getattr(engine, "prediction_for", None)
+    return for_batch(batch) if for_batch is not None else getattr(engine, "prediction", None)
+
+
+def load_telemetry(sampler: Any, engine: Any, batch: int) -> None:
     """Tell a (simulated) sampler what the engine runs; real sources ignore it."""
-    workload = getattr(engine, "prediction", None)
+    workload = _prediction(engine, batch)
     if sampler is not None and workload is not None and hasattr(sampler, "set_load"):
         sampler.set_load(workload)
 
@@ -213,7 +218,7 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     sampler = start_telemetry(engine, telemetry, telemetry_interval)
     ctx = sampler if sampler is not None else contextlib.nullcontext()
     with ctx:
-        load_telemetry(sampler, engine)
+        load_telemetry(sampler, engine, b)
         t0 = now()
         if dur is not None or its is not None:
             t_end = _run_until(engine, b, now, t0, None if dur is None else t0 + dur, its, lat, ends, dev)
@@ -255,7 +260,7 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     extra = {"mode": mode, "warmup": warm, "warmup_iterations": len(warm_lat)}
     if mode == "adaptive":
         extra.update(window=win, stability=float(stability), max_duration=max_dur)
-    prediction = getattr(engine, "prediction", None)
+    prediction = _prediction(engine, b)
     if prediction is not None and hasattr(prediction, "to_dict"):
         extra["prediction"] = prediction.to_dict()
 
