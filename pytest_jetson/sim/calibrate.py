@@ -372,7 +372,7 @@ TIME_PARAMS: Dict[str, Sequence[Tuple[str, float, float]]] = {
 }
 POWER_PARAMS: Sequence[Tuple[str, float, float]] = (
     ("gpu_w", 0.1, 5.0), ("gpu_base_frac", 0.05, 0.95), ("mem_w_per_gbs", 0.005, 0.3), ("cpu_w", 0.3, 3.0),
-    ("v0", 0.4, 0.8), ("v1", 0.05, 0.6))
+    ("v0", 0.4, 0.8), ("v1", 0.05, 0.6), ("emc_w", 0.01, 4.0))
 
 ARCH_OF = {"nano": "maxwell", "agx-xavier": "volta", "orin-nano-8gb-super": "ampere", "orin-nano-8gb": "ampere",
            "agx-orin-64gb": "ampere"}

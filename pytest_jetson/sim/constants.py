@@ -46,6 +46,7 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "v_max": 1.0,            # GPU rail ceiling (V): Orin's top DVFS points sit near 1.0 V
     "gpu_base_frac": 0.35,   # power of a busy SM that is waiting on memory, relative to math
     "mem_w_per_gbs": 0.06,   # DRAM + EMC W per GB/s moved
+    "emc_w": 0.5,            # W per 100 GB/s of the mode's peak bandwidth while the EMC is awake
     "cpu_w": 0.6,            # W per busy core at cpu_ref_mhz
     "dla_w": 1.5,            # W per busy DLA core at its max clock
 }

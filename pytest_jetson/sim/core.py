@@ -151,7 +151,9 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     activity = gpu_busy * (c["gpu_base_frac"] + (1.0 - c["gpu_base_frac"]) * math_frac)
     # gpu_w is per 128 CUDA cores (an Ampere SM): switching power follows the cores that switch.
     p_gpu = c["gpu_w"] * cfg["sm"] * cfg["cores_per_sm"] / 128.0 * f_ghz * volt * volt * activity
-    p_mem = c["mem_w_per_gbs"] * bytes_rate / 1e9
+    # DRAM: energy per byte moved, plus the memory controller and interface running at the mode's
+    # EMC clock while inference keeps it awake (proportional to the mode's peak bandwidth).
+    p_mem = c["mem_w_per_gbs"] * bytes_rate / 1e9 + c["emc_w"] * bw / 1e11
     p_cpu = c["cpu_w"] * np.minimum(cfg["cores"], n_all) / cfg["cpu_scale"]
     p_dla = c["dla_w"] * _safe_div(n_d * t_dla, T_d)
     power = cfg["idle"] + p_cpu + p_gpu + p_mem + p_dla
