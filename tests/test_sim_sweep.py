@@ -7,7 +7,7 @@ from pytest_jetson.devices import registry
 from pytest_jetson.devices.profile import PowerMode
 from pytest_jetson.errors import ConfigError
 from pytest_jetson.sim import predict, sweep
-from pytest_jetson.sim.sweep import FIELDS
+from pytest_jetson.sim.sweeps import FIELDS
 
 DEV = "agx-orin-64gb"
 

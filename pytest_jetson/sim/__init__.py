@@ -2,10 +2,25 @@
 
 ``predict`` gives one configuration's throughput, latency, memory, power and energy from the
 device profile and the network's graph; ``sweep`` evaluates a grid of configurations at once;
-``noise.LatencyNoise`` turns a predicted latency into seeded per-iteration samples.
+``noise.LatencyNoise`` turns a predicted latency into seeded per-iteration samples; ``clock``
+holds the virtual clock. Names are imported on first use, so ``import pytest_jetson.sim.clock``
+(done at plugin start-up) stays cheap.
 """
 
-from .predict import OutOfMemory, Prediction, predict
-from .sweep import SweepResult, sweep
+from typing import Any
 
 __all__ = ["OutOfMemory", "Prediction", "SweepResult", "predict", "sweep"]
+
+_WHERE = {"OutOfMemory": "prediction", "Prediction": "prediction", "predict": "prediction",
+          "SweepResult": "sweeps", "sweep": "sweeps"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        module = importlib.import_module(f"{__name__}.{_WHERE[name]}")
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -215,7 +215,7 @@ def constants_for(case: Case, overrides: Optional[Dict[str, float]] = None) -> D
 
 def predicted(case: Case, overrides: Optional[Dict[str, float]] = None) -> float:
     """The model's value for a case (SI units), under the stored constants plus ``overrides``."""
-    from .predict import evaluate_one
+    from .prediction import evaluate_one
 
     hw = _hw(case.device, case.mode)
     c = constants_for(case, overrides)
@@ -243,7 +243,7 @@ def contrasts() -> List[Dict[str, Any]]:
 
 def contrast_value(t: Dict[str, Any], overrides: Optional[Dict[str, float]] = None) -> float:
     """(1 GPU + 1 DLA instance) minus (2 GPU instances), items/s, as the Tayal contrast defines it."""
-    from .predict import evaluate_one
+    from .prediction import evaluate_one
 
     hw = _hw(t["device"], t["power_mode"])
     c = K.constants(hw.arch, hw.device_id, hw.family)
