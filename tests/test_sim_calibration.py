@@ -70,3 +70,17 @@ def test_sweep_command_errors_are_messages_not_tracebacks(capsys, tmp_path):
     path = tmp_path / "rows.json"
     assert sweep_main(["--device", "orin-nano", "--model", "resnet50", "--json", str(path)]) == 0
     assert json.loads(path.read_text())["rows"][0]["device"] == "orin-nano-8gb"
+
+
+def test_a_missing_calibration_file_is_said_not_hidden(monkeypatch, tmp_path):
+    from pytest_jetson.sim import predict
+
+    monkeypatch.setattr(constants, "CALIBRATION_PATH", tmp_path / "absent.json")
+    constants.reload()
+    try:
+        p = predict("orin-nano", "resnet50", "int8", 1)
+        assert any("uncalibrated" in n for n in p.notes)
+    finally:
+        monkeypatch.undo()
+        constants.reload()
+    assert not any("uncalibrated" in n for n in predict("orin-nano", "resnet50", "int8", 1).notes)

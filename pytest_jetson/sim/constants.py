@@ -85,6 +85,11 @@ def constants(arch: str, device_id: Optional[str] = None, family: Optional[str] 
     return out
 
 
+def calibrated() -> bool:
+    """False when calibration.json is missing or unreadable (a packaging fault): defaults apply."""
+    return bool(_file().get("arch"))
+
+
 def has_device_entry(device_id: str, key: str) -> bool:
     return key in (_file().get("devices", {}).get(device_id) or {})
 

@@ -93,6 +93,9 @@ class Engines:
 
 def device_constants(hw: Hardware, notes: List[str]) -> Dict[str, float]:
     c = K.constants(hw.arch, hw.device_id, hw.family)
+    if not K.calibrated():
+        notes.append(f"{K.CALIBRATION_PATH} is missing or unreadable: the model runs on uncalibrated "
+                     "defaults (reinstall pytest-jetson; the file ships with the package)")
     if not (K.has_device_entry(hw.device_id, "idle_w") or K.has_family_entry(hw.family, "idle_w")):
         # No published idle figure for this board: idle grows with the module's size (its budget).
         budgets = []
