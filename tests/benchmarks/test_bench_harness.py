@@ -51,7 +51,14 @@ def _harness_loop(engine, n):
     return time.perf_counter() - t0, m
 
 
+def _skip_if_disabled(benchmark):
+    if benchmark.disabled:  # --benchmark-disable: run the code once, measure nothing
+        benchmark(lambda: None)
+        pytest.skip("benchmarks disabled")
+
+
 def test_harness_overhead_against_a_bare_loop(benchmark, ort_engine):
+    _skip_if_disabled(benchmark)
     bare, harness = [], []
     for _ in range(ROUNDS):
         bare.append(_bare_loop(ort_engine, ITERATIONS))
@@ -83,6 +90,7 @@ class _NoOp:
 def test_harness_cost_per_iteration(benchmark):
     """The same comparison without the engine's noise: harness minus bare loop, per iteration,
     as a fraction of 1 ms."""
+    _skip_if_disabled(benchmark)
     engine, n = _NoOp(), 100_000
     bare = min(_bare_loop(engine, n) for _ in range(3))
     harness = min(_harness_loop(engine, n)[0] for _ in range(3))
@@ -97,6 +105,8 @@ def test_simulated_ten_second_measurement(benchmark, model, batch):
     engine = open_engine(model, backend="simulated", device=simulated("orin-nano"), precision="int8",
                          batch=batch)
     m = benchmark(measure, engine, duration="10s", warmup="1s")
+    if benchmark.stats is None:  # --benchmark-disable: the call above ran once, unmeasured
+        return
     real = benchmark.stats.stats.median
     benchmark.extra_info.update(virtual_s=m.duration, iterations=m.iterations, ratio_to_goal=real / 0.050)
     print(f"\nsimulated 10 s of {engine.name} ({m.iterations} iterations): {real * 1e3:.2f} ms real "
