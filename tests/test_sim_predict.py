@@ -65,9 +65,19 @@ def test_seeds_power_rises_with_batch_then_plateaus():
     assert power[4] - power[3] < 0.25 * rise
 
 
+def test_activations_spill_from_l2_as_the_batch_grows():
+    per_item = [predict(NANO, "resnet50", "int8", b).breakdown["dram_bytes_per_item"] for b in (1, 8, 64)]
+    # Batch 1 reads every weight per image; by batch 8 weights are shared, by 64 activations spill.
+    assert per_item[0] > per_item[1] < per_item[2]
+    assert per_item[0] > 25.5e6  # ResNet50's weights at int8, read once per batch
+    # Thor's 32 MiB L2 keeps far more of a batch-8 ResNet50 on chip than the Orin Nano's 2 MiB.
+    thor = predict("agx-thor", "resnet50", "int8", 8).breakdown["dram_bytes_per_item"]
+    assert thor < 0.8 * per_item[1]
+
+
 def test_dvfs_caps_the_clock_at_the_budget_and_throughput_plateaus():
-    # Orin NX 16GB at 10 W: the mode allows 612 MHz, but a busy GPU there would exceed the budget.
-    preds = [predict("orin-nx-16gb", "resnet50", "fp16", b, power_mode="10W") for b in (8, 32, 64)]
+    # Orin NX 16GB Super at 10 W: the mode allows 612 MHz, but a busy GPU there would exceed the budget.
+    preds = [predict("orin-nx-16gb-super", "resnet50", "fp16", b, power_mode="10W") for b in (8, 32, 64)]
     for p in preds:
         assert p.gpu_clock_mhz < p.max_gpu_clock_mhz
         assert p.power <= 10.0 + 1e-6

@@ -202,6 +202,7 @@ def _workload(model: str) -> Workload:
 def constants_for(case: Case, overrides: Optional[Dict[str, float]] = None) -> Dict[str, float]:
     hw = _hw(case.device, case.mode)
     c = K.constants(hw.arch, hw.device_id, hw.family)
+    c["l2_bytes"] = hw.l2_bytes
     if overrides:
         c.update(overrides)
     if case.extra.get("graphs"):
@@ -247,6 +248,7 @@ def contrast_value(t: Dict[str, Any], overrides: Optional[Dict[str, float]] = No
 
     hw = _hw(t["device"], t["power_mode"])
     c = K.constants(hw.arch, hw.device_id, hw.family)
+    c["l2_bytes"] = hw.l2_bytes
     if overrides:
         c.update(overrides)
     w = _workload(t["model"])
@@ -361,17 +363,17 @@ def nelder_mead(fun: Callable[[np.ndarray], float], x0: np.ndarray, step: float 
 
 #: (parameter, lower, upper) fitted per architecture. Positive quantities are fitted in log space.
 TIME_PARAMS: Dict[str, Sequence[Tuple[str, float, float]]] = {
-    "ampere": (("dw_eff", 0.05, 0.9),
+    "ampere": (("dw_eff", 0.05, 0.9), ("l2_reuse", 0.01, 0.95),
                ("kernel_cycles", 500, 40000), ("launch_us", 1, 40), ("host_us", 20, 2000),
                ("copy_gbs", 0.3, 20), ("switch_frac", 0.01, 0.2), ("graphs_factor", 0.02, 1.0),
                ("dla_eff", 0.05, 0.9)),
     "volta": (("tc_eff", 0.1, 0.95), ("dw_eff", 0.05, 0.9), ("kernel_cycles", 500, 40000),
-              ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95)),
+              ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95), ("l2_reuse", 0.01, 0.95)),
     "maxwell": (("cuda_eff", 0.2, 0.95), ("dw_eff", 0.05, 0.9), ("kernel_cycles", 500, 40000),
-                ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95)),
+                ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95), ("l2_reuse", 0.01, 0.95)),
 }
 POWER_PARAMS: Sequence[Tuple[str, float, float]] = (
-    ("gpu_w", 0.1, 5.0), ("gpu_base_frac", 0.05, 0.95), ("mem_w_per_gbs", 0.005, 0.3), ("cpu_w", 0.3, 3.0),
+    ("gpu_w", 0.1, 5.0), ("gpu_base_frac", 0.1, 0.95), ("mem_w_per_gbs", 0.03, 0.3), ("cpu_w", 0.3, 3.0),
     ("v0", 0.4, 0.8), ("v1", 0.05, 0.6), ("emc_w", 0.01, 4.0))
 
 ARCH_OF = {"nano": "maxwell", "agx-xavier": "volta", "orin-nano-8gb-super": "ampere", "orin-nano-8gb": "ampere",

@@ -21,6 +21,7 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "tf32_factor": 0.8,      # tf32 tensor-core efficiency relative to fp16/int8
     "dw_eff": 0.35,          # depthwise / grouped convs on CUDA cores
     "mem_eff": 0.85,         # fraction of DRAM peak a streaming kernel reaches
+    "l2_reuse": 0.0,         # share of an L2-sized activation's traffic that stays in L2
     "tile": 64.0,            # output tile edge of a conv/GEMM CTA (wave quantisation)
     "kernel_cycles": 4000.0,  # fixed GPU cycles per kernel (ramp, prologue, epilogue)
     "launch_us": 6.0,        # CPU enqueue cost per kernel at cpu_ref_mhz

@@ -29,11 +29,19 @@ class Hardware:
     cpu_online: int
     cpu_mhz: float
     dla_hz: float
+    l2_bytes: float = 0.0
     notes: List[str] = field(default_factory=list)
 
     @property
     def gpu_mhz(self) -> float:
         return self.gpu_hz / 1e6
+
+
+#: L2 per SM where a profile does not say (bytes): AGX Orin 64GB 4 MiB / 16 SM and Orin NX 2 MiB / 8 SM
+#: for Ampere, TX2 512 KiB / 2 SM for Pascal, Thor 32 MiB / 20 SM for Blackwell; Maxwell and Volta
+#: (no figure in the sources) take 128 KiB.
+L2_PER_SM = {"ampere": 256 * 1024, "pascal": 256 * 1024, "blackwell": 32 * 2 ** 20 / 20,
+             "maxwell": 128 * 1024, "volta": 128 * 1024}
 
 
 def cores_per_sm(arch: str) -> int:
@@ -121,7 +129,13 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
         dla_mhz = 1000.0
         notes.append("DLA clock unknown: assuming 1000 MHz")
 
+    l2 = prof.l2_cache_bytes
+    if not l2:
+        l2 = L2_PER_SM.get(arch, 128 * 1024) * (prof.sm_count or sm)
+        notes.append(f"L2 cache size unknown: {l2 / 2 ** 20:.2g} MiB assumed ({arch} L2 per SM)")
+
     return Hardware(
+        l2_bytes=float(l2),
         device_id=prof.id, name=prof.name, family=prof.family, arch=arch, sm_count=int(sm),
         has_tensor_cores=bool(prof.tensor_cores), dla_count=int(prof.dla_count or 0),
         memory_bytes=int(prof.memory_bytes), mode=mode.name, budget_w=mode.budget_w,

@@ -93,6 +93,7 @@ class Engines:
 
 def device_constants(hw: Hardware, notes: List[str]) -> Dict[str, float]:
     c = K.constants(hw.arch, hw.device_id, hw.family)
+    c["l2_bytes"] = hw.l2_bytes
     if not K.calibrated():
         notes.append(f"{K.CALIBRATION_PATH} is missing or unreadable: the model runs on uncalibrated "
                      "defaults (reinstall pytest-jetson; the file ships with the package)")

@@ -145,6 +145,7 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
     acc = str(accelerator).strip().lower().replace(" ", "")
     breakdown = dict(parts)
     breakdown.update({k: out[k] for k in ("t_gpu", "t_host", "p_gpu", "p_mem", "p_cpu", "p_dla")})
+    breakdown["dram_bytes_per_item"] = out["bytes_rate"] / thr
     return Prediction(
         device=hw.device_id, power_mode=hw.mode, model=w.name, precision=p,
         requested_precision=str(precision), accelerator=acc, batch=batch, processes=processes,

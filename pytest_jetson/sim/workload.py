@@ -154,7 +154,11 @@ def costs(w: Workload, arch: str, sm: int, has_tc: bool, precision: str, batch: 
     s = BYTES[precision]
     kind = w.kind[idx]
     macs = np.maximum(w.k_macs[idx], w.k_flops[idx] / 2.0) * batch
-    moved = (w.k_weights[idx] + batch * (w.k_in[idx] + w.k_out[idx])) * s
+    act = batch * (w.k_in[idx] + w.k_out[idx]) * s
+    # Activations small enough to live in L2 between producer and consumer mostly never reach DRAM.
+    l2 = c.get("l2_bytes", 0.0)
+    hit = c["l2_reuse"] * np.minimum(1.0, l2 / np.maximum(act, 1.0)) if l2 > 0 else 0.0
+    moved = w.k_weights[idx] * s + act * (1.0 - hit)
     b = moved / c["mem_eff"]
     if unit == "dla":
         r = rate(arch, "dla", precision)
