@@ -9,7 +9,9 @@ the metric's value and the standard error of its log. How that error is estimate
   neighbour), where the textbook sd/sqrt(n) is too small;
 * quantiles (``latency_p50`` .. ``latency_p99``): the distribution-free order-statistic interval
   (the binomial spread of the rank of a quantile), widened by the same autocorrelation factor the
-  batch means found for the mean;
+  batch means found for the mean; the spacing above a tail quantile is capped at ``OUTLIER_CAP``
+  times the spacing below (one interrupt beyond the p99 of a short run must not make every p99
+  undecidable), and its degrees of freedom are the order statistics it rests on, n * (1 - q);
 * everything else (``memory``, ``power``, ``latency_max``, ...): no error estimate; the gate
   decides those on the values alone and says so.
 
@@ -27,6 +29,7 @@ import numpy as np
 COMPACT_POINTS = 200
 BATCHES = 30
 MIN_SAMPLES_FOR_ERROR = 8
+OUTLIER_CAP = 3.0
 
 _QUANTILE = {"latency_p50": 0.50, "latency_p90": 0.90, "latency_p95": 0.95, "latency_p99": 0.99}
 _MEAN_LIKE = ("latency_mean", "throughput", "per_process_throughput")
@@ -200,8 +203,16 @@ def metric_stats(measurement: Any, metric: str, confidence: float = 0.99) -> Opt
             s = math.sqrt(q * (1 - q) / x.size)
             lo = float(np.quantile(x, max(0.0, q - s)))
             hi = float(np.quantile(x, min(1.0, q + s)))
-            st.se_log = inflation * (hi - lo) / 2 / value
-            st.df = df
+            below, above = max(0.0, value - lo), max(0.0, hi - value)
+            # Beyond a tail quantile of a short run sit the rare outliers (an interrupt, a page
+            # fault): the spacing above may be one of them, and would call every p99 undecidable.
+            # Capped at OUTLIER_CAP times the spacing below; a p99 that is itself an outlier still
+            # has a wide spacing below it.
+            above = min(above, OUTLIER_CAP * below) if below > 0 else above
+            st.se_log = inflation * (below + above) / 2 / value
+            # The spacing rests on the few order statistics near the quantile (about n(1-q) for a
+            # tail quantile): that, not n, is how far the error estimate itself can be trusted.
+            st.df = max(4.0, min(df, x.size * min(q, 1 - q)))
     if st.se_log is not None:
         st.ci = st.interval(confidence)
         st.confidence = confidence

@@ -137,3 +137,38 @@ def test_gate_false_alarms_and_power(benchmark):
     for d, row in fig["by_duration"].items():
         for m in METRIC_NAMES:
             assert row[m]["false_alarm"] <= 0.01, (d, m, row[m])
+
+
+def calibration(trials: int = TRIALS):
+    """One-sided false-positive rate of the significance test alone (tolerance 0, no drift):
+    nominal (1 - confidence) / 2 = 0.5% when the error estimates are honest."""
+    from pytest_jetson.gate.bounds import Bound
+    from pytest_jetson.sim.noise import LatencyNoise
+
+    base = base_latency()
+    out = {}
+    for n in (256, 1280):
+        for metric in METRIC_NAMES:
+            b = Bound(metric=metric, text="0%", kind="relative", tolerance=0.0, unit="%")
+            fails = 0
+            for i in range(trials):
+                runs = []
+                for seed in (2 * i + 1, 2 * i + 2):
+                    lat = LatencyNoise(seed, drift=0.0).sample(base, n)
+                    runs.append(Measurement(name="m", batch=BATCH, latencies=lat.tolist(),
+                                            duration=float(lat.sum()), items=BATCH * n))
+                v = check(b, runs[1], entry_ref(make_entry(runs[0], {}, CONFIDENCE)), confidence=CONFIDENCE)
+                fails += v.outcome == "fail"
+            out[f"{metric}@{n}"] = fails / trials
+    return out
+
+
+def test_significance_is_calibrated(benchmark):
+    pytest.importorskip("pytest_jetson.sim.noise")
+    rates = benchmark.pedantic(calibration, rounds=1, iterations=1)
+    print("\none-sided false positives at tolerance 0 (nominal 0.5%):",
+          {k: f"{v * 100:.2f}%" for k, v in rates.items()})
+    benchmark.extra_info.update({"nominal": (1 - CONFIDENCE) / 2, "false_positive": rates})
+    for key, rate in rates.items():
+        # 4x the nominal rate leaves room for the binomial noise of a few hundred trials
+        assert rate <= 4 * (1 - CONFIDENCE) / 2 + 0.005, (key, rate)
