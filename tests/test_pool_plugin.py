@@ -3,6 +3,21 @@
 import pytest
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _import_before_pytester():
+    """In-process pytester runs drop the modules first imported inside them; onnx's C extension
+    cannot be imported a second time in one process (nanobind types register once), so every
+    later test touching onnx would break. Import what the inner runs use out here first."""
+    import onnx  # noqa: F401
+    import onnx.checker  # noqa: F401
+    import onnx.shape_inference  # noqa: F401
+    import onnx.version_converter  # noqa: F401
+
+    from pytest_jetson.run.pool import run_pool
+
+    run_pool([("resnet50", {"precision": "int8"}), ("yolov8n", {})], duration="0.1s", warmup="0s")
+
+
 def test_fixture_on_the_simulated_device(pytester):
     pytester.makepyfile(
         """
