@@ -2,11 +2,11 @@
 
 import json
 import multiprocessing
-import os
 import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +15,7 @@ from pytest_jetson.errors import BaselineError
 from pytest_jetson.gate import baseline
 from pytest_jetson.run.measurement import Measurement
 
+ROOT = Path(__file__).resolve().parents[1]
 FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True}
 NODE = "tests/perf/test_x.py::test_a"
 
@@ -124,7 +125,7 @@ def test_interrupted_writer_leaves_old_or_new_file(tmp_path):
     root = tmp_path / "baselines"
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {os.getcwd()!r})
+        sys.path.insert(0, {str(ROOT)!r})
         from tests.test_gate_baseline import _writer
         _writer({str(root)!r}, int(sys.argv[1]), 10_000)
     """)
