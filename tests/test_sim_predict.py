@@ -262,6 +262,15 @@ def test_power_gated_sms_slow_a_low_power_mode():
     assert p.throughput < 0.6 * predict("orin-nano-8gb", "resnet50", "int8", 8).throughput
 
 
+def test_a_profile_outside_the_registry_runs():
+    import dataclasses
+
+    prof = dataclasses.replace(registry.get("agx-orin-64gb"), id="my-carrier-board", family="custom")
+    p = predict(Device(profile=prof, power_mode=prof.default_mode, simulated=True), "resnet18", "fp16", 2)
+    assert p.device == "my-carrier-board"
+    assert any("no published idle power" in n for n in p.notes)
+
+
 def test_a_synthetic_power_mode_runs():
     prof = registry.get("agx-orin-64gb")
     mode = PowerMode(name="custom", id=None, budget_w=None, gpu_max_mhz=800.0, emc_max_mhz=2133.0,

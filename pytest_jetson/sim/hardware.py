@@ -30,6 +30,7 @@ class Hardware:
     cpu_mhz: float
     dla_hz: float
     l2_bytes: float = 0.0
+    max_budget_w: Optional[float] = None  # the largest budget among the profile's modes
     notes: List[str] = field(default_factory=list)
 
     @property
@@ -134,8 +135,9 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
         l2 = L2_PER_SM.get(arch, 128 * 1024) * (prof.sm_count or sm)
         notes.append(f"L2 cache size unknown: {l2 / 2 ** 20:.2g} MiB assumed ({arch} L2 per SM)")
 
+    budgets = [m.budget_w for m in prof.power_modes if m.budget_w]
     return Hardware(
-        l2_bytes=float(l2),
+        l2_bytes=float(l2), max_budget_w=max(budgets) if budgets else None,
         device_id=prof.id, name=prof.name, family=prof.family, arch=arch, sm_count=int(sm),
         has_tensor_cores=bool(prof.tensor_cores), dla_count=int(prof.dla_count or 0),
         memory_bytes=int(prof.memory_bytes), mode=mode.name, budget_w=mode.budget_w,

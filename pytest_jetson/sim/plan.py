@@ -99,12 +99,7 @@ def device_constants(hw: Hardware, notes: List[str]) -> Dict[str, float]:
                      "defaults (reinstall pytest-jetson; the file ships with the package)")
     if not (K.has_device_entry(hw.device_id, "idle_w") or K.has_family_entry(hw.family, "idle_w")):
         # No published idle figure for this board: idle grows with the module's size (its budget).
-        budgets = []
-        from ..devices.registry import get
-
-        prof = get(hw.device_id)
-        budgets = [m.budget_w for m in prof.power_modes if m.budget_w]
-        ref = max(budgets) if budgets else 15.0
+        ref = hw.max_budget_w or 15.0
         # Orin Nano: 3.52 W idle against a 25 W top budget, about 0.14 of it.
         c["idle_w"] = round(0.14 * ref + 0.5, 2)
         notes.append(f"no published idle power for {hw.name}: idle {c['idle_w']} W assumed "
