@@ -3,12 +3,19 @@ virtual clock with Jetson machine_info."""
 
 import json
 
-# pytester's in-process runs drop modules first imported inside them; onnx's and onnxruntime's
-# native extensions abort when imported a second time, so they are imported here, once.
+# pytester's in-process runs drop modules first imported inside them: onnx's and onnxruntime's
+# native extensions abort when imported a second time, and classes cached from a dropped module
+# (sim.OutOfMemory) stop matching, so what the inner runs use is imported here, once.
 import onnx  # noqa: F401
 import onnxruntime  # noqa: F401
 import pytest
 from fakes.onnx_models import tiny_onnx
+
+import pytest_jetson.engines.simulated  # noqa: F401
+import pytest_jetson.sim.noise  # noqa: F401
+from pytest_jetson import sim
+
+sim.predict  # noqa: B018  (resolves the simulator's lazily imported modules now)
 
 
 @pytest.fixture

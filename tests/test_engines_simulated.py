@@ -113,9 +113,10 @@ def test_missing_onnx_and_unknown_zoo_name_are_model_errors(tmp_path):
 
 
 def test_out_of_memory_comes_from_the_simulator():
-    with pytest.raises(sim.OutOfMemory) as info:
+    # matched by name: in-process pytester runs elsewhere in the suite may re-import sim modules
+    with pytest.raises(SimulationError) as info:
         _open("vgg19", batch=512)
-    assert isinstance(info.value, SimulationError)
+    assert type(info.value).__name__ == sim.OutOfMemory.__name__
     assert "out of memory" in str(info.value)
 
 
