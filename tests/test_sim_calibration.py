@@ -84,3 +84,20 @@ def test_a_missing_calibration_file_is_said_not_hidden(monkeypatch, tmp_path):
         monkeypatch.undo()
         constants.reload()
     assert not any("uncalibrated" in n for n in predict("orin-nano", "resnet50", "int8", 1).notes)
+
+
+def test_the_fitting_routine_finds_a_known_minimum():
+    import numpy as np
+
+    target = np.array([0.3, -1.2, 2.0])
+    x = calibrate.nelder_mead(lambda z: float(np.sum((z - target) ** 2)), np.zeros(3), iterations=2000, tol=1e-14)
+    assert np.allclose(x, target, atol=1e-4)
+
+
+def test_the_gemm_microbenchmarks_set_the_efficiencies_directly():
+    cs, _ = calibrate.cases()
+    eff = calibrate._gemm_efficiencies([c for c in cs if c.metric == "roof_gemm"])
+    data = json.loads(constants.CALIBRATION_PATH.read_text())["arch"]["ampere"]
+    for name in ("tc_eff", "tf32_factor", "cuda_eff"):
+        assert data[name]["value"] == pytest.approx(eff[name][0], rel=1e-3)
+        assert 0 < eff[name][0] < 1
