@@ -133,10 +133,14 @@ class Measurement:
 
     @property
     def memory(self) -> Optional[float]:
-        """Peak memory in bytes: telemetry's peak where sampled, else what the engine reports."""
+        """Peak memory in bytes: telemetry's peak where sampled, else the process's own peak RSS
+        (pool workers), else what the engine reports."""
         peak = self._telemetry_value("memory_peak_bytes")
         if peak is not None:
             return peak
+        rss = self.extra.get("peak_rss_bytes")
+        if isinstance(rss, (int, float)) and rss > 0:
+            return float(rss)
         return float(self.engine_memory) if self.engine_memory is not None else None
 
     @property
