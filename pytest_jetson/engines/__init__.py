@@ -15,11 +15,12 @@ __all__ = ["BACKENDS", "Engine", "TensorSpec", "open_engine"]
 def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16", batch: int = 1,
                 dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
                 resolution: Any = None, workspace: Any = None, cache_dir: Any = None,
-                processes: int = 1) -> Engine:
+                processes: int = 1, threads: Optional[int] = None) -> Engine:
     """Build (or load from cache) an engine for ``model`` (a zoo name or an ONNX path).
 
     ``processes`` only matters for simulated engines: the prediction is the contended one for one
-    of that many processes sharing the device.
+    of that many processes sharing the device. ``threads`` only for onnxruntime: its intra-op
+    threads (pool workers use 1, so N workers compete for cores as N processes would).
     """
     if backend == "simulated":
         from .simulated import SimulatedEngine
@@ -35,7 +36,7 @@ def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16
                 "drop dla_core or use --jetson-backend tensorrt"
             )
         return OnnxRuntimeEngine(model, precision=precision, batch=batch, seed=seed,
-                                 resolution=resolution)
+                                 resolution=resolution, threads=threads)
     if backend == "tensorrt":
         from .tensorrt import TensorRTEngine
 
