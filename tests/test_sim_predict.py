@@ -104,12 +104,25 @@ def test_maxn_is_not_the_most_energy_efficient_mode():
 
 
 def test_gpu_bound_work_follows_the_gpu_clock_host_bound_work_the_cpu_clock():
-    modes = ("15W", "25W", "MAXN_SUPER")  # GPU 612/918/1020 MHz; CPU 1498/1344/1728 MHz
+    import dataclasses
+
+    modes = ("15W", "25W", "MAXN_SUPER")  # GPU 612/918/1020 MHz
     thr = [predict("orin-nano-8gb-super", "resnet50", "fp16", 8, power_mode=m).throughput for m in modes]
     assert thr == sorted(thr)
-    small = [predict("orin-nano-8gb-super", "mobilenet_v2", "fp16", 1, power_mode=m) for m in modes]
-    assert small[1].bound == "launch"  # a batch-1 MobileNetV2 waits on the host ...
-    assert small[1].throughput < small[0].throughput  # ... so 25W's lower CPU cap costs more than its GPU gains
+    prof = registry.get("orin-nano-8gb-super")
+    base = prof.power_mode("MAXN_SUPER")
+    slow_cpu = dataclasses.replace(base, name="slow-cpu", cpu_max_mhz=base.cpu_max_mhz / 2)
+
+    def run(mode, model, batch):
+        return predict(Device(profile=prof, power_mode=mode, simulated=True), model, "int8", batch)
+
+    small, small_slow = run(base, "mobilenet_v2", 1), run(slow_cpu, "mobilenet_v2", 1)
+    big, big_slow = run(base, "resnet50", 32), run(slow_cpu, "resnet50", 32)
+    assert small_slow.bound == "launch"
+    assert small_slow.throughput < 0.8 * small.throughput  # batch-1 MobileNetV2 waits on the CPU ...
+    # ... a batch-32 ResNet50 only through its input copies.
+    assert big_slow.throughput / big.throughput > small_slow.throughput / small.throughput + 0.15
+    assert big_slow.bound == "compute"
 
 
 # -- architectures ---------------------------------------------------------------------------

@@ -369,7 +369,8 @@ TIME_PARAMS: Dict[str, Sequence[Tuple[str, float, float]]] = {
                ("dla_eff", 0.05, 0.9)),
     "volta": (("tc_eff", 0.1, 0.95), ("dw_eff", 0.05, 0.9), ("kernel_cycles", 500, 40000),
               ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95), ("l2_reuse", 0.01, 0.95)),
-    "maxwell": (("cuda_eff", 0.2, 0.95), ("dw_eff", 0.05, 0.9), ("kernel_cycles", 500, 40000),
+    # No depthwise network among the Nano rows: dw_eff keeps its default there.
+    "maxwell": (("cuda_eff", 0.2, 0.95), ("kernel_cycles", 500, 40000),
                 ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95), ("l2_reuse", 0.01, 0.95)),
 }
 POWER_PARAMS: Sequence[Tuple[str, float, float]] = (
@@ -461,7 +462,7 @@ def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
         fixed = {"mem_eff": mem_eff} if mem_eff and "mem_eff" not in names else {}
         if arch == "ampere":
             fixed.update({n: v for n, (v, _) in direct.items()})
-        c0 = K.constants(arch)
+        c0 = dict(K.ARCH_DEFAULTS)  # start from the code defaults: a refit reproduces the file
         x0 = np.log(np.clip([max(c0[n], 1e-3) for n in names], lows, highs))
         fun = _objective(sel, names, lows, highs, fixed)
         z = x0
@@ -516,7 +517,7 @@ def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
         fixed["idle_w"] = 3.52
         if mem_eff:
             fixed["mem_eff"] = mem_eff
-        c0 = K.constants("ampere")
+        c0 = dict(K.ARCH_DEFAULTS)
         x0 = np.log(np.clip([c0[n] for n in names], lows, highs))
         fun = _objective(pw, names, lows, highs, fixed)
         z = x0
