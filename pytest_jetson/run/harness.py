@@ -263,6 +263,9 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     prediction = _prediction(engine, b)
     if prediction is not None and hasattr(prediction, "to_dict"):
         extra["prediction"] = prediction.to_dict()
+    series = getattr(sampler, "series", None) if sampler is not None else None
+    if series is not None and hasattr(series, "to_dict") and len(series):
+        extra["telemetry_series"] = series.to_dict()  # for the per-test timeline plot
 
     return Measurement(
         name=name,

@@ -167,6 +167,13 @@ def _finish(sampler: Any, items: int) -> Any:
     return summary() if callable(summary) else summary
 
 
+def _keep_series(sampler: Any, extra: Dict[str, Any]) -> None:
+    """The telemetry time series, for the per-test timeline plot."""
+    series = getattr(sampler, "series", None) if sampler is not None else None
+    if series is not None and hasattr(series, "to_dict") and len(series):
+        extra["telemetry_series"] = series.to_dict()
+
+
 # -- simulated --------------------------------------------------------------------------------------
 def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: float, clock: Any,
                    context: Any, seed: int, telemetry: Any) -> PoolMeasurement:
@@ -197,6 +204,7 @@ def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: fl
         w.extra["window_start"] = 0.0
     tele = _finish(sampler, sum(w.items for w in workers))
     extra = {"warmup": warm, "contention": "homogeneous" if plan.homogeneous else "round-robin mix"}
+    _keep_series(sampler, extra)
     if not plan.homogeneous:
         extra["load"] = plan.load().to_dict()
     return assemble(specs, workers, backend="simulated", clock_kind="virtual", window=window,
@@ -270,6 +278,7 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
     tele = _finish(sampler, sum(w.items for w in workers))
     extra: Dict[str, Any] = {"warmup": warm}
     extra.update(span)
+    _keep_series(sampler, extra)
     if backend == "onnxruntime":
         extra["threads_per_worker"] = [s.options.get("threads") for s in specs]
     return assemble(specs, workers, backend=backend, clock_kind="wall", window=window,
