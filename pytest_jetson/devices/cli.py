@@ -143,7 +143,6 @@ def detail_lines(p: Profile) -> List[str]:
     lines.append(f"  precisions     {', '.join(p.precisions)}")
     lines.append("  power modes:")
     header = ("id", "mode", "budget W", "GPU MHz", "SMs on", "EMC MHz", "CPUs", "CPU MHz", "DLA MHz", "")
-    extra = _extra_mode_keys(p)
     rows = []
     for m in p.power_modes:
         budget = "none" if m.budget_w is None and m.name.upper().startswith("MAXN") else _num(m.budget_w)
