@@ -68,3 +68,24 @@ def test_wrong_board(board, capsys):
     board()
     code, out = run(capsys, "--device", "agx-orin")
     assert code == 1 and "FAIL  device: expected Jetson AGX Orin" in out
+
+
+def test_baselines_in_several_modes_need_the_mode_named(board, capsys, tmp_path):
+    board(mode=0)
+    base = tmp_path / "baselines" / "orin-nano-8gb"
+    base.mkdir(parents=True)
+    entries = {"t::a": {"fingerprint": {"power_mode": "15W"}}, "t::b": {"fingerprint": {"power_mode": "7W"}}}
+    (base / "test_x.json").write_text(json.dumps({"schema": 1, "entries": entries}))
+    code, out = run(capsys, "--baselines", str(base))
+    assert code == 1 and "recorded in several power modes (15W, 7W); pass --power-mode" in out
+    code, out = run(capsys, "--baselines", str(base), "--power-mode", "15W")
+    assert code == 0, out
+
+
+def test_no_baselines_in_the_named_mode(board, capsys, tmp_path):
+    board(mode=1)
+    base = tmp_path / "baselines" / "orin-nano-8gb"
+    base.mkdir(parents=True)
+    (base / "test_x.json").write_text(json.dumps({"schema": 1, "entries": {"t::a": {"fingerprint": {"power_mode": "15W"}}}}))
+    code, out = run(capsys, "--baselines", str(base), "--power-mode", "7W")
+    assert code == 1 and "no baselines in" in out and "recorded in power mode 7W" in out

@@ -82,10 +82,17 @@ def run_checks(found: Detection, root: Path, device: Optional[str], power_mode: 
     expected_mode = power_mode
     if baselines is not None and Path(baselines).is_dir():
         recorded = baseline_power_modes(Path(baselines))
-        if len(recorded) > 1:
-            results.append((False, f"baselines in {baselines} were recorded under several power "
-                                   f"modes ({', '.join(sorted(recorded))}); re-record them in one"))
-        elif recorded and not expected_mode:
+        if expected_mode and recorded:
+            want = found.profile.power_mode(expected_mode).name
+            if want not in recorded:
+                results.append((False, f"no baselines in {baselines} were recorded in power mode {want} "
+                                       f"(they were in {', '.join(sorted(recorded))}); record them "
+                                       "with --jetson-update-baselines in that mode"))
+        elif len(recorded) > 1:
+            results.append((False, f"baselines in {baselines} were recorded in several power modes "
+                                   f"({', '.join(sorted(recorded))}); pass --power-mode to say which "
+                                   "one this run checks"))
+        elif recorded:
             expected_mode = recorded.pop()
     if expected_mode:
         current = found.power_mode
