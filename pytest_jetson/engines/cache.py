@@ -14,12 +14,13 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional
+
+from ..fileio import write_atomic
 
 MAGIC = b"PYTEST-JETSON-TRT-PLAN\n"
 HEADER_VERSION = 1
@@ -163,25 +164,6 @@ def load(path: Path, key: PlanKey, what: str) -> Optional[bytes]:
         warnings.warn(f"{what}: the cached plan {str(path)!r} cannot be used: {why}; rebuilding it",
                       PlanCacheWarning, stacklevel=3)
         return None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so no reader ever sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, str(path))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def store(path: Path, key: PlanKey, plan: bytes) -> None:

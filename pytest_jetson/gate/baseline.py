@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from .. import fileio
 from ..errors import BaselineError
 from ..run.measurement import METRICS
 from .compare import BaselineRef, env_differences
@@ -228,22 +229,7 @@ def dumps(doc: Dict[str, Any]) -> str:
 
 def write_atomic(path: Path, doc: Dict[str, Any]) -> None:
     """Write ``doc`` to ``path`` atomically: the old file or the new one, never half of either."""
-    path = Path(path)
-    text = dumps(doc)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    fileio.write_atomic(path, dumps(doc))
 
 
 def _changed(old: Dict[str, Any], new: Dict[str, Any], confidence: float) -> bool:

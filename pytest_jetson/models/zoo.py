@@ -11,11 +11,11 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Tuple, Union
 
 from ..errors import ModelError
+from ..fileio import write_atomic
 from . import torchvision_nets as tv
 from . import yolo
 from .builder import Net
@@ -179,15 +179,5 @@ def path(name: str, batch: int | None = None, resolution: Resolution = None) -> 
         if target.exists():
             return target
         model = _build(name, hw, structure=False, batch=batch)
-        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=str(folder))
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(model.SerializeToString())
-            os.replace(tmp, str(target))
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomic(target, model.SerializeToString())
     return target
