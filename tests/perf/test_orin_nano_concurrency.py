@@ -10,6 +10,10 @@ import pytest
 pytestmark = pytest.mark.jetson("orin-nano")
 
 MODELS = ["resnet50", "fcn_resnet50", "yolov8n"]
+# long enough for the gate to decide a 5-10% change (see README, "The statistics of the gate"):
+# FCN_ResNet50 at 520x520 runs a few inferences per second per process
+DURATION = {"resnet50": "5s", "yolov8n": "5s", "fcn_resnet50": "20s"}
+POOL_DURATION = {"resnet50": "5s", "yolov8n": "10s", "fcn_resnet50": "60s"}
 PRECISIONS = ["int8", "fp16", "tf32"]
 BATCHES = [1, 2, 4, 8, 16]
 PROCESSES = [1, 2, 4, 8]
@@ -30,20 +34,20 @@ def _single_params():
                 yield pytest.param(model, precision, batch, marks=marks, id=f"{model}-{precision}-b{batch}")
 
 
-@pytest.mark.perf(throughput="5%", latency_p99="10%", memory="5%", power="10%", energy="10%")
+@pytest.mark.perf(throughput="5%", latency_mean="5%", memory="5%", power="10%", energy="10%")
 @pytest.mark.parametrize("model, precision, batch", list(_single_params()))
 def test_one_process(trt_engine, perf, model, precision, batch):
     engine = trt_engine(model, precision=precision, batch=batch)
-    perf.measure(engine, duration="3s", warmup="1s")
+    perf.measure(engine, duration=DURATION[model], warmup="1s")
 
 
-@pytest.mark.perf(per_process_throughput="10%", throughput="10%", memory="5%", latency_p99="15%")
+@pytest.mark.perf(per_process_throughput="15%", throughput="10%", memory="5%")
 @pytest.mark.parametrize("processes", PROCESSES, ids=lambda n: f"p{n}")
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("model", MODELS)
 def test_concurrent_processes(process_pool, perf, model, precision, processes):
-    pool = process_pool(model, processes=processes, precision=precision, batch=1, duration="3s",
-                        warmup="1s")
+    pool = process_pool(model, processes=processes, precision=precision, batch=1,
+                        duration=POOL_DURATION[model], warmup="1s")
     perf.record(pool)
 
 
@@ -51,7 +55,7 @@ def test_concurrent_processes(process_pool, perf, model, precision, processes):
 def test_eight_resnet50_tenants_share_the_gpu(process_pool, perf):
     """Eight int8 ResNet50 processes time-slice the GPU: each gets a fraction of one alone
     (~200 img/s in the study), and each holds its own engine and buffers."""
-    perf.record(process_pool("resnet50", processes=8, precision="int8", batch=8, duration="3s",
+    perf.record(process_pool("resnet50", processes=8, precision="int8", batch=8, duration="5s",
                              warmup="1s"))
 
 
@@ -59,5 +63,5 @@ def test_eight_resnet50_tenants_share_the_gpu(process_pool, perf):
 def test_mixed_tenants(process_pool, perf):
     """A detection and a classification model on one board, as multi-tenant deployments run."""
     perf.record(process_pool([("resnet50", {"precision": "int8", "batch": 4}),
-                              ("yolov8n", {"precision": "fp16", "batch": 1})], duration="3s",
+                              ("yolov8n", {"precision": "fp16", "batch": 1})], duration="5s",
                              warmup="1s"))
