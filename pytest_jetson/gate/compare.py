@@ -34,7 +34,7 @@ OUTCOMES = ("pass", "fail", "skip", "inconclusive", "error")
 
 #: Fingerprint keys that must match for a baseline to be compared (the plugin version does not).
 COMPARED_KEYS = ("device", "power_mode", "jetson_clocks", "jetpack", "tensorrt", "simulated",
-                 "backend", "precision", "batch", "processes")
+                 "backend", "precision", "batch", "processes", "accelerator")
 
 RECORD_HINT = "record with --jetson-update-baselines"
 

@@ -1,11 +1,11 @@
 """``pytest-jetson plot report.json --out DIR``: the research's figures from a JSON report.
 
-Draws, from whatever measurements a report holds:
+Draws, from whatever measurements a report holds (colour: model; line style: precision; marker:
+accelerator):
 
-- ``throughput_vs_processes.png``: per-process and total throughput against the number of
-  concurrent processes, one line per model and precision (the concurrency study);
-- ``memory_vs_processes.png``: memory of all processes against processes;
-- ``throughput_vs_batch.png`` and ``power_vs_batch.png``: one process, against batch size;
+- ``throughput_vs_processes.png``: per-process throughput, total throughput and memory of all
+  processes against the number of concurrent processes, a row per device (the concurrency study);
+- ``batch_scaling.png``: throughput and board power of one process against batch size;
 - ``pareto_power_modes.png``: latency against energy per item across power modes, with the
   Pareto front drawn and labelled by mode (the energy-roofline study).
 
@@ -16,7 +16,7 @@ import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import ConfigError
 
@@ -40,13 +40,22 @@ class Point:
     def __init__(self, d: Dict[str, Any]) -> None:
         env = d.get("environment") or {}
         summary = d.get("summary") or {}
+        self.kind = d.get("kind", "measurement")
         self.model = d.get("model") or env.get("model") or d.get("name", "?")
         self.precision = d.get("precision") or env.get("precision") or "?"
-        self.batch = int(d.get("batch") or env.get("batch") or 1)
+        self.batch = d.get("batch") or env.get("batch") or 1
         self.device = env.get("device") or "?"
         self.power_mode = env.get("power_mode") or "?"
-        self.accelerator = env.get("accelerator") or (d.get("extra") or {}).get("accelerator") or "gpu"
-        self.processes = len(d.get("workers") or []) if d.get("kind") == "pool" else 1
+        self.accelerator = env.get("accelerator") or "gpu"
+        workers = d.get("workers") or []
+        self.processes = len(workers) if self.kind == "pool" else 1
+        models = {w.get("model") for w in workers}
+        # a pool of identical tenants; mixed pools (models, precisions, GPU beside DLA) are
+        # another experiment and stay out of the scaling figures
+        self.homogeneous = (self.kind != "pool" or (len(models) <= 1 and self.precision != "mixed"
+                                                     and "+" not in self.accelerator))
+        if self.kind == "pool" and models and len(models) == 1:
+            self.model = models.pop() or self.model
         self.throughput = summary.get("throughput")
         ppt = summary.get("per_process_throughput")
         self.per_process = ppt.get("mean") if isinstance(ppt, dict) else self.throughput
@@ -56,11 +65,9 @@ class Point:
         self.latency = summary.get("latency_mean")
 
     @property
-    def series(self) -> str:
-        label = f"{self.model} {self.precision}"
-        if self.accelerator != "gpu":
-            label += f" {self.accelerator}"
-        return label
+    def label(self) -> str:
+        text = f"{self.model} {self.precision}"
+        return text if self.accelerator == "gpu" else f"{text} ({self.accelerator})"
 
 
 def load_points(path: Path) -> List[Point]:
@@ -99,20 +106,166 @@ def _plt():
     return plt
 
 
+LINESTYLES = {"int8": "-", "fp16": "--", "tf32": ":", "fp32": "-.", "bf16": (0, (3, 1, 1, 1)),
+              "fp8": (0, (5, 2))}
+MARKERS = {"gpu": "o", "dla0": "s", "dla1": "D"}
+
+
+class _Styles:
+    """One colour per model, one line style per precision, one marker per accelerator, so a
+    figure with a dozen series still reads."""
+
+    def __init__(self, points: Iterable[Point]) -> None:
+        models = sorted({p.model for p in points})
+        palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+                   "#7f7f7f", "#bcbd22", "#17becf"]
+        self.colour = {m: palette[i % len(palette)] for i, m in enumerate(models)}
+
+    def __call__(self, p: Point) -> Dict[str, Any]:
+        return dict(color=self.colour[p.model], linestyle=LINESTYLES.get(p.precision, "-"),
+                    marker=MARKERS.get(p.accelerator, "^"), label=p.label)
+
+
+def _plot_series(ax, series: Dict[str, List[Point]], x, y, style: _Styles) -> None:
+    for key in sorted(series):
+        pts = sorted((q for q in series[key] if y(q) is not None), key=x)
+        if pts:
+            ax.plot([x(q) for q in pts], [y(q) for q in pts], **style(pts[0]))
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def _legend(fig, axes) -> None:
+    handles, labels = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    if handles:
+        fig.legend([handles[lab] for lab in labels], labels, loc="center left",
+                   bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+
+
+def _log2_ticks(ax, values: List[int]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(values)
+    ax.set_xticklabels([str(v) for v in values])
+    ax.minorticks_off()
+
+
 def _save(fig, out: Path, name: str, written: List[Path]) -> None:
     fig.tight_layout()
     path = out / name
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     written.append(path)
 
 
-def _lines(ax, groups: Dict[str, List[Tuple[float, float]]], marker: str = "o") -> None:
-    for label, xy in sorted(groups.items()):
-        xy = sorted(xy)
-        ax.plot([x for x, _ in xy], [y for _, y in xy], marker=marker, label=label)
+def _by_device(points: Iterable[Point], key) -> Dict[str, Dict[str, List[Point]]]:
+    out: Dict[str, Dict[str, List[Point]]] = defaultdict(lambda: defaultdict(list))
+    for p in points:
+        out[p.device][key(p)].append(p)
+    return out
+
+
+def _scaling(plt, points: List[Point], style: _Styles, out: Path, written: List[Path],
+             skipped: List[str]) -> None:
+    pools = [p for p in points if p.kind == "pool" and p.homogeneous and p.per_process]
+    groups = _by_device(pools, lambda p: f"{p.label} b{p.batch} {p.power_mode}")
+    groups = {d: {k: v for k, v in g.items() if len({q.processes for q in v}) >= 2} for d, g in groups.items()}
+    groups = {d: g for d, g in groups.items() if g}
+    if not groups:
+        skipped.append("throughput/memory vs processes: no pool measured at 2+ process counts")
+        return
+    rows = len(groups)
+    fig, axes = plt.subplots(rows, 3, figsize=(15, 4.2 * rows), squeeze=False)
+    for row, (device, series) in enumerate(sorted(groups.items())):
+        a1, a2, a3 = axes[row]
+        _plot_series(a1, series, lambda q: q.processes, lambda q: q.per_process, style)
+        _plot_series(a2, series, lambda q: q.processes, lambda q: q.throughput, style)
+        _plot_series(a3, series, lambda q: q.processes,
+                     lambda q: q.memory / 2 ** 30 if q.memory else None, style)
+        a1.set(title=f"{device}: throughput per process", ylabel="items/s per process")
+        a2.set(title=f"{device}: total throughput", ylabel="items/s, all processes")
+        a3.set(title=f"{device}: memory, all processes", ylabel="GiB")
+        counts = sorted({q.processes for v in series.values() for q in v})
+        for ax in (a1, a2):
+            _log2_ticks(ax, counts)
+        a3.set_xticks(counts)  # linear: memory grows linearly with processes
+        for ax in (a1, a2, a3):
+            ax.set_xlabel("concurrent processes")
+        a1.set_yscale("log")
+        a2.set_yscale("log")
+    fig.suptitle("Concurrent processes time-slice the GPU: per-process throughput falls, memory grows "
+                 "as N x (model + 2 x batch)", y=1.0)
+    _legend(fig, axes.ravel())
+    _save(fig, out, "throughput_vs_processes.png", written)
+    plt.close(fig)
+
+
+def _batching(plt, points: List[Point], style: _Styles, out: Path, written: List[Path],
+              skipped: List[str]) -> None:
+    singles = [p for p in points if p.kind != "pool" and isinstance(p.batch, int)]
+    groups = _by_device(singles, lambda p: f"{p.label} {p.power_mode}")
+    groups = {d: {k: v for k, v in g.items() if len({q.batch for q in v}) >= 2} for d, g in groups.items()}
+    groups = {d: g for d, g in groups.items() if g}
+    if not groups:
+        skipped.append("throughput/power vs batch: no model measured at 2+ batch sizes")
+        return
+    rows = len(groups)
+    fig, axes = plt.subplots(rows, 2, figsize=(12, 4.2 * rows), squeeze=False)
+    any_power = False
+    for row, (device, series) in enumerate(sorted(groups.items())):
+        a1, a2 = axes[row]
+        _plot_series(a1, series, lambda q: q.batch, lambda q: q.throughput, style)
+        _plot_series(a2, series, lambda q: q.batch, lambda q: q.power, style)
+        any_power = any_power or any(q.power for v in series.values() for q in v)
+        a1.set(title=f"{device}: throughput, one process", ylabel="items/s")
+        a1.set_yscale("log")
+        a2.set(title=f"{device}: mean board power", ylabel="W")
+        batches = sorted({q.batch for v in series.values() for q in v})
+        for ax in (a1, a2):
+            _log2_ticks(ax, batches)
+            ax.set_xlabel("batch size")
+    fig.suptitle("Batching: throughput and power rise with batch, then plateau (GPU saturated or "
+                 "DVFS at the mode's budget)", y=1.0)
+    _legend(fig, axes.ravel())
+    _save(fig, out, "batch_scaling.png", written)
+    plt.close(fig)
+    if not any_power:
+        skipped.append("power vs batch: the report has no power readings (panels left empty)")
+
+
+def _pareto(plt, points: List[Point], style: _Styles, out: Path, written: List[Path],
+            skipped: List[str]) -> None:
+    by_mode: Dict[str, Dict[str, Point]] = defaultdict(dict)
+    for p in points:
+        if p.kind != "pool" and p.latency and p.energy:
+            by_mode[f"{p.label} b{p.batch} ({p.device})"][p.power_mode] = p
+    by_mode = {k: v for k, v in by_mode.items() if len(v) >= 2}
+    if not by_mode:
+        skipped.append("Pareto front: no model measured with energy in 2+ power modes "
+                       "(pass one report per power mode)")
+        return
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for label, modes in sorted(by_mode.items()):
+        names = list(modes)
+        xy = [(modes[m].latency * 1e3, modes[m].energy * 1e3) for m in names]
+        look = style(modes[names[0]])
+        ax.scatter([x for x, _ in xy], [y for _, y in xy], color=look["color"],
+                   marker=look["marker"], label=label, zorder=3)
+        front = pareto_front(xy)
+        ax.plot([xy[i][0] for i in front], [xy[i][1] for i in front], color=look["color"],
+                linestyle="--", alpha=0.6)
+        best = min(range(len(xy)), key=lambda i: xy[i][1])
+        for i, (name, (x, y)) in enumerate(zip(names, xy)):
+            text = f"{name} (least energy)" if i == best else name
+            ax.annotate(text, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set(xlabel="latency per batch (ms)", ylabel="energy per item (mJ)",
+           title="Latency vs energy across power modes (dashed: Pareto front)")
     ax.grid(True, alpha=0.3)
-    if groups:
-        ax.legend(fontsize=8)
+    ax.legend(fontsize=8)
+    _save(fig, out, "pareto_power_modes.png", written)
+    plt.close(fig)
 
 
 def draw(points: List[Point], out: Path) -> Tuple[List[Path], List[str]]:
@@ -121,88 +274,10 @@ def draw(points: List[Point], out: Path) -> Tuple[List[Path], List[str]]:
     out.mkdir(parents=True, exist_ok=True)
     written: List[Path] = []
     skipped: List[str] = []
-
-    # concurrency: one line per (model, precision, batch); keep batch 1 when several exist
-    by_proc: Dict[str, Dict[int, Point]] = defaultdict(dict)
-    for p in points:
-        if p.per_process is not None:
-            by_proc[f"{p.series} b{p.batch} ({p.device})"][p.processes] = p
-    by_proc = {k: v for k, v in by_proc.items() if len(v) >= 2}
-    if by_proc:
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-        _lines(ax1, {k: [(n, q.per_process) for n, q in v.items()] for k, v in by_proc.items()})
-        ax1.set(xlabel="concurrent processes", ylabel="throughput per process (items/s)",
-                title="Per-process throughput falls as processes rise")
-        _lines(ax2, {k: [(n, q.throughput) for n, q in v.items() if q.throughput] for k, v in by_proc.items()})
-        ax2.set(xlabel="concurrent processes", ylabel="total throughput (items/s)",
-                title="Total throughput saturates")
-        for ax in (ax1, ax2):
-            ax.set_xscale("log", base=2)
-        _save(fig, out, "throughput_vs_processes.png", written)
-        plt.close(fig)
-        mem = {k: [(n, q.memory / 2 ** 30) for n, q in v.items() if q.memory] for k, v in by_proc.items()}
-        mem = {k: v for k, v in mem.items() if v}
-        if mem:
-            fig, ax = plt.subplots(figsize=(7, 4.5))
-            _lines(ax, mem)
-            ax.set(xlabel="concurrent processes", ylabel="memory, all processes (GiB)",
-                   title="Memory grows as N x (model + 2 x batch)")
-            ax.set_xscale("log", base=2)
-            _save(fig, out, "memory_vs_processes.png", written)
-            plt.close(fig)
-    else:
-        skipped.append("throughput/memory vs processes: no model measured at 2+ process counts")
-
-    singles = [p for p in points if p.processes == 1]
-    by_batch: Dict[str, List[Point]] = defaultdict(list)
-    for p in singles:
-        by_batch[f"{p.series} ({p.device} {p.power_mode})"].append(p)
-    by_batch = {k: v for k, v in by_batch.items() if len({p.batch for p in v}) >= 2}
-    if by_batch:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        _lines(ax, {k: [(p.batch, p.throughput) for p in v if p.throughput] for k, v in by_batch.items()})
-        ax.set(xlabel="batch size", ylabel="throughput (items/s)", title="Throughput against batch size")
-        ax.set_xscale("log", base=2)
-        _save(fig, out, "throughput_vs_batch.png", written)
-        plt.close(fig)
-        power = {k: [(p.batch, p.power) for p in v if p.power] for k, v in by_batch.items()}
-        power = {k: v for k, v in power.items() if v}
-        if power:
-            fig, ax = plt.subplots(figsize=(7, 4.5))
-            _lines(ax, power)
-            ax.set(xlabel="batch size", ylabel="mean board power (W)",
-                   title="Power rises with batch, then plateaus (DVFS)")
-            ax.set_xscale("log", base=2)
-            _save(fig, out, "power_vs_batch.png", written)
-            plt.close(fig)
-        else:
-            skipped.append("power vs batch: the report has no power readings")
-    else:
-        skipped.append("throughput/power vs batch: no model measured at 2+ batch sizes")
-
-    by_mode: Dict[str, Dict[str, Point]] = defaultdict(dict)
-    for p in singles:
-        if p.latency and p.energy:
-            by_mode[f"{p.series} b{p.batch} ({p.device})"][p.power_mode] = p
-    by_mode = {k: v for k, v in by_mode.items() if len(v) >= 2}
-    if by_mode:
-        fig, ax = plt.subplots(figsize=(7.5, 5))
-        for label, modes in sorted(by_mode.items()):
-            names = list(modes)
-            xy = [(modes[m].latency * 1e3, modes[m].energy * 1e3) for m in names]
-            ax.scatter([x for x, _ in xy], [y for _, y in xy], label=label)
-            front = pareto_front(xy)
-            ax.plot([xy[i][0] for i in front], [xy[i][1] for i in front], linestyle="--", alpha=0.6)
-            for name, (x, y) in zip(names, xy):
-                ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set(xlabel="latency per batch (ms)", ylabel="energy per item (mJ)",
-               title="Latency vs energy across power modes (dashed: Pareto front)")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        _save(fig, out, "pareto_power_modes.png", written)
-        plt.close(fig)
-    else:
-        skipped.append("Pareto front: no model measured with energy in 2+ power modes")
+    style = _Styles(points)
+    _scaling(plt, points, style, out, written, skipped)
+    _batching(plt, points, style, out, written, skipped)
+    _pareto(plt, points, style, out, written, skipped)
     return written, skipped
 
 

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 from ..units import format_duration, parse_duration
 from .measurement import Measurement, PoolMeasurement
 from .pool_spec import WorkerSpec, worker_specs
+from .recorder import accelerator_of
 
 BACKENDS = ("tensorrt", "onnxruntime", "simulated")
 #: Default time limit of the whole pool (engine builds included) beyond warm-up plus window: a
@@ -117,6 +118,8 @@ def _environment(device: Any, backend: str, specs: List[WorkerSpec]) -> Dict[str
     batches = {s.batch for s in specs}
     env["precision"] = precisions.pop() if len(precisions) == 1 else "mixed"
     env["batch"] = batches.pop() if len(batches) == 1 else "mixed"
+    accelerators = sorted({accelerator_of(s.options.get("dla_core")) for s in specs})
+    env["accelerator"] = "+".join(accelerators)
     env["workloads"] = [s.describe() for s in specs]
     return env
 
@@ -251,7 +254,8 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
         m.model = spec.model_name
         wenv = dict(env)
         wenv.update(m.environment)
-        wenv.update(precision=spec.precision, batch=spec.batch, model=spec.model_name)
+        wenv.update(precision=spec.precision, batch=spec.batch, model=spec.model_name,
+                    accelerator=accelerator_of(spec.options.get("dla_core")))
         m.environment = wenv
         loaded = st.loaded or {}
         m.extra.update(

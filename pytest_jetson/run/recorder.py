@@ -35,8 +35,14 @@ def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
         batch=getattr(engine, "batch", None),
         backend=getattr(engine, "backend", None),
         model=getattr(engine, "model", None),
+        accelerator=accelerator_of(getattr(engine, "dla_core", None)),
     )
     return env
+
+
+def accelerator_of(dla_core: Any) -> str:
+    """'gpu', or 'dla0' / 'dla1' for an engine on a DLA core (with GPU fallback)."""
+    return "gpu" if dla_core is None else f"dla{int(dla_core)}"
 
 
 class Recorder:
