@@ -180,6 +180,28 @@ def metric_stats(measurement: Any, metric: str, confidence: float = 0.99) -> Opt
         st.median = float(np.median(x))
         st.stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
         st.sample = compact(x)
+    workers = getattr(measurement, "workers", None)
+    if metric == "throughput" and value > 0 and workers:
+        # A pool's throughput is the sum of its workers'; their latencies are pooled worker after
+        # worker, so batch means over the pooled list would mistake two tenants' different speeds
+        # for noise. Each worker's error comes from its own latencies; the errors add in quadrature.
+        var, dfs = 0.0, []
+        for w in workers:
+            lat = np.asarray(w.latencies or [], dtype=float)
+            lat = lat[np.isfinite(lat)]
+            thr = w.throughput
+            if thr is None or lat.size < MIN_SAMPLES_FOR_ERROR or lat.mean() <= 0:
+                var, dfs = float("nan"), []
+                break
+            se_mean, df, _ = _batch_means_se(lat)
+            var += (thr * se_mean / float(lat.mean())) ** 2
+            dfs.append(df)
+        if dfs and math.isfinite(var):
+            st.se_log = math.sqrt(var) / value
+            st.df = float(min(dfs))
+            st.ci = st.interval(confidence)
+            st.confidence = confidence
+            return st
     if metric == "throughput" and value > 0:
         # Throughput is items over the window, i.e. batch / mean latency: its relative error is the
         # mean latency's, estimated from every iteration (a handful of windows gives few degrees of
