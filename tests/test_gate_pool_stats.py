@@ -1,7 +1,6 @@
 """A pool's throughput error comes from each worker's own iterations, not the pooled list."""
 
 import numpy as np
-import pytest
 
 from pytest_jetson.gate.stats import metric_stats
 from pytest_jetson.run.measurement import Measurement, PoolMeasurement
