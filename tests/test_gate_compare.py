@@ -187,9 +187,13 @@ def test_a_larger_slowdown_never_gets_a_milder_verdict(seed, tol, metric, slow):
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), metric=st.sampled_from(["throughput", "latency_mean", "latency_p99"]))
-def test_a_run_compared_with_itself_passes_with_no_change(seed, metric):
+def test_a_run_compared_with_itself_never_fails_and_shows_no_change(seed, metric):
     m = measurement(seed=seed, n=3000)
     v = compare.check(bounds.parse(metric, "5%"), m, ref_of(m), fingerprint=fingerprint(m, FP))
-    assert v.outcome == "pass"
+    # a tail percentile of a heavy-tailed run can be too noisy to rule out a 5% change even
+    # against itself: that is inconclusive by the rule, never a failure
+    assert v.outcome in ("pass", "inconclusive")
+    if metric != "latency_p99":
+        assert v.outcome == "pass"
     assert abs(v.change) < 1e-5  # the stored value is exact; only samples are rounded
     assert math.isclose(v.p_value, 1.0, abs_tol=1e-3)

@@ -295,7 +295,7 @@ def _change_words(metric: str, direction: str, change: float, base: float) -> st
     rel = abs(change) * 100
     where = "above" if change > 0 else "below"
     if abs(change) < 5e-4:
-        return f"equals the baseline {format_value(metric, base)} ("
+        return f"equals the baseline {format_value(metric, base)} (no change;"
     better = (change < 0) == (direction == "higher")
     mood = "better" if better else "worse"
     return f"is {where} the baseline {format_value(metric, base)} by {rel:.1f}% ({mood};"
