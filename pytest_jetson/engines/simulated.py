@@ -164,6 +164,3 @@ class SimulatedEngine(Engine):
         """The simulator's prediction for ``batch`` (default: the engine's batch)."""
         return self._predict(self.batch if batch is None else batch)
 
-    def expected_latency(self, batch: Optional[int] = None) -> float:
-        """The simulator's mean latency per batch (s), without noise."""
-        return float(self._predict(self.batch if batch is None else batch).latency)

@@ -328,7 +328,7 @@ class TensorRTEngine(Engine):
         workspace_bytes = None if workspace is None else parse_size(workspace, f"{self.name}: workspace")
 
         self.path = resolve_onnx(model, where, resolution=resolution)
-        specs, out_specs, fixed = read_onnx_io(self.path, self.batch, where)
+        specs, _outputs, fixed = read_onnx_io(self.path, self.batch, where)
         if fixed is not None and fixed != self.batch:
             raise EngineError(f"{self.name}: {str(self.path)!r} has a fixed batch of {fixed}; open it "
                               f"with batch={fixed} or export the ONNX with a dynamic batch dimension")

@@ -30,8 +30,6 @@ from ..run.measurement import METRICS
 from .bounds import Bound, format_percent, format_value
 from .stats import MetricStats, metric_stats, t_ppf
 
-OUTCOMES = ("pass", "fail", "skip", "inconclusive", "error")
-
 #: Fingerprint keys that must match for a baseline to be compared (the plugin version does not).
 COMPARED_KEYS = ("device", "power_mode", "jetson_clocks", "jetpack", "tensorrt", "simulated",
                  "backend", "precision", "batch", "processes", "accelerator")
@@ -311,19 +309,3 @@ def check(bound: Bound, measurement: Any, baseline: Optional[BaselineRef] = None
                               missing_baseline=missing_baseline, fingerprint=fingerprint,
                               allow_env_mismatch=allow_env_mismatch, device=device)
     return check_absolute(bound, measurement, confidence=confidence)
-
-
-def compare_stats(metric: str, current: MetricStats, baseline: MetricStats, tolerance: float,
-                  confidence: float = 0.99) -> Verdict:
-    """Compare two stored statistics (for ``pytest-jetson compare``): same rule as ``check``."""
-
-    class _Fake:
-        name = ""
-
-        def metric(self, name: str) -> float:
-            return current.value
-
-    bound = Bound(metric=metric, text=format_percent(tolerance), kind="relative", tolerance=tolerance,
-                  unit="%")
-    ref = BaselineRef(metrics={metric: baseline})
-    return check_relative(bound, _Fake(), ref, confidence=confidence, stats=current)

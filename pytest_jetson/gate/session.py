@@ -6,7 +6,6 @@ usually records one; with several, each must satisfy the bounds), and each measu
 baseline entry (``gate.baseline.entry_keys``).
 """
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
@@ -15,8 +14,6 @@ from ..errors import BaselineError
 from .baseline import BaselineStore, entry_keys, fingerprint, make_entry, read_file
 from .bounds import Bound
 from .compare import Verdict, check
-
-GATE_OUTCOMES = ("pass", "fail", "error", "inconclusive", "skip", "none")
 
 
 def nothing_recorded_message(test: str) -> str:
@@ -247,10 +244,3 @@ def partial_selection(args: Iterable[str], keyword: str = "", markexpr: str = ""
                       last_failed: bool = False, deselected: int = 0) -> bool:
     """Whether the session ran only part of the modules it touched (then no entry is 'unused')."""
     return bool(keyword or markexpr or last_failed or deselected or any("::" in a for a in args))
-
-
-def display_path(path: str) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return path

@@ -13,8 +13,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import ConfigError
 
 #: Options the pool itself reads; every other option goes to ``open_engine``.
-POOL_OPTIONS = ("processes", "engine_factory")
-
 DEFAULT_PRECISION = "fp16"
 
 

@@ -7,7 +7,7 @@ evaluating any clock and bandwidth is one binary search, whatever the number of 
 what lets DVFS be solved by bisection over hundreds of thousands of configurations at once.
 """
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
@@ -236,5 +236,3 @@ def scalar(d: Dict[str, np.ndarray], i: int = 0) -> Dict[str, float]:
     return {k: (v[i].item() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
 
 
-def optional(x: Optional[float]) -> float:
-    return float("nan") if x is None else float(x)

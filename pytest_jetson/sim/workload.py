@@ -5,7 +5,6 @@ Kernels are TensorRT-style fused layers (conv+bn+relu(+add) count once), as
 for one device, precision and batch: math cycles (A) and DRAM bytes (B).
 """
 
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -205,5 +204,3 @@ def memory_per_process(w: Workload, precision: str, batch: int, c: dict) -> Tupl
     return weights + workspace + io + context, parts
 
 
-def ceil_div(a: float, b: float) -> int:
-    return int(math.ceil(a / b))
