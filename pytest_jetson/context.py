@@ -7,9 +7,9 @@ them agree on the device and, on a simulated device, share one virtual clock.
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
+from .clock import SimClock, WallClock
 from .devices.device import Device
 from .settings import Settings
-from .sim.clock import SimClock, WallClock
 
 
 @dataclass

@@ -5,7 +5,7 @@ import json
 import pytest
 from boards import write_board
 
-from pytest_jetson.devices import preflight
+from pytest_jetson.cli import preflight as preflight_cli
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def board(tmp_path, monkeypatch):
 
 
 def run(capsys, *args):
-    code = preflight.main(["--samples", "1", *args])
+    code = preflight_cli.main(["--samples", "1", *args])
     return code, capsys.readouterr().out
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_jetson.cli.devices import main, profile_to_dict
 from pytest_jetson.devices import registry
-from pytest_jetson.devices.cli import main, profile_to_dict
 from pytest_jetson.devices.detect import match_profile
 from pytest_jetson.devices.profile import PROFILE_DIR, load_profile
 from pytest_jetson.errors import ConfigError

@@ -79,7 +79,7 @@ def test_a_missing_model_fails_the_test_with_the_fix(host):
 
 
 BENCH = """
-from pytest_jetson.sim.clock import SimClock
+from pytest_jetson.clock import SimClock
 
 
 class FiveMs:

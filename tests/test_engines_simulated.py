@@ -5,11 +5,11 @@ import pytest
 from fakes.onnx_models import tiny_onnx
 
 from pytest_jetson import sim
+from pytest_jetson.clock import SimClock
 from pytest_jetson.devices.device import simulated
 from pytest_jetson.engines import open_engine
 from pytest_jetson.errors import EngineError, ModelError, SimulationError
 from pytest_jetson.run.harness import measure
-from pytest_jetson.sim.clock import SimClock
 
 ORIN_NANO = simulated("orin-nano")
 

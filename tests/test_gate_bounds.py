@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from pytest_jetson.errors import BoundError
 from pytest_jetson.gate import bounds
-from pytest_jetson.run.measurement import METRICS
+from pytest_jetson.metrics import METRICS, UNITS
 
 
 @pytest.mark.parametrize(
@@ -102,17 +102,17 @@ def test_conflicting_marks_name_both_bounds(a, b):
 
 
 @given(
-    st.sampled_from(sorted(bounds._DIMENSION)),
+    st.sampled_from(sorted(METRICS)),
     st.sampled_from(bounds.COMPARATORS),
     st.floats(min_value=0, max_value=1e9, allow_nan=False),
     st.data(),
 )
 def test_every_well_formed_bound_parses_to_its_value(metric, comparator, number, data):
-    unit = data.draw(st.sampled_from(bounds.units_for(metric)))
+    unit = data.draw(st.sampled_from(METRICS[metric].units))
     sep = data.draw(st.sampled_from(["", " "]))
     b = bounds.parse(metric, f"{comparator}{sep}{number!r}{sep}{unit}")
     assert b.comparator == comparator
-    assert b.value == pytest.approx(number * bounds._UNITS[bounds.dimension(metric)][unit])
+    assert b.value == pytest.approx(number * UNITS[METRICS[metric].dimension][unit])
 
 
 @given(st.text(max_size=12))

@@ -5,8 +5,9 @@ import json
 import numpy as np
 import pytest
 
+from pytest_jetson.cli.compare import main as compare_main
+from pytest_jetson.cli.show import main as show_main
 from pytest_jetson.gate import baseline
-from pytest_jetson.gate.cli import compare_main, show_main
 from pytest_jetson.gate.session import TestResult
 from pytest_jetson.report import jsonreport
 from pytest_jetson.run.measurement import Measurement

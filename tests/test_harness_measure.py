@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_jetson.clock import SimClock
 from pytest_jetson.context import Context
 from pytest_jetson.devices.device import simulated
 from pytest_jetson.errors import ConfigError, EngineError
@@ -15,7 +16,6 @@ from pytest_jetson.run.harness import measure, stable_within
 from pytest_jetson.run.measurement import Measurement
 from pytest_jetson.run.recorder import Recorder
 from pytest_jetson.settings import Settings
-from pytest_jetson.sim.clock import SimClock
 
 
 class ScriptedEngine:

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from pytest_jetson.run.measurement import METRICS, Measurement, PoolMeasurement
+from pytest_jetson.metrics import METRICS
+from pytest_jetson.run.measurement import Measurement, PoolMeasurement
 
 
 def make(latencies=(0.010, 0.011, 0.012, 0.020), batch=8, duration=None, **kw):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from pytest_jetson.cli.models import main
 from pytest_jetson.models import zoo
-from pytest_jetson.models.cli import main
 
 
 def test_table_lists_every_model_with_params_macs_and_input(capsys):

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_jetson.clock import SimClock
 from pytest_jetson.context import Context
 from pytest_jetson.devices.device import simulated
 from pytest_jetson.errors import ConfigError, SimulationError
@@ -14,7 +15,6 @@ from pytest_jetson.run.measurement import Measurement, PoolMeasurement
 from pytest_jetson.run.pool import run_pool
 from pytest_jetson.settings import Settings
 from pytest_jetson.sim import predict
-from pytest_jetson.sim.clock import SimClock
 
 
 def _ctx(**settings):

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from pytest_jetson.cli import plot as plot_cli
 from pytest_jetson.errors import ConfigError
 from pytest_jetson.report import figures
 
@@ -38,7 +39,7 @@ def reports(pytester):
 
 
 def test_plot_draws_every_figure_from_reports(reports, tmp_path, capsys):
-    assert figures.main([*map(str, reports), "--out", str(tmp_path / "plots")]) == 0
+    assert plot_cli.main([*map(str, reports), "--out", str(tmp_path / "plots")]) == 0
     out = capsys.readouterr().out
     for name in ("throughput_vs_processes.png", "batch_scaling.png", "pareto_power_modes.png"):
         path = tmp_path / "plots" / name
@@ -55,7 +56,7 @@ def test_mixed_pools_stay_out_of_the_scaling_figure(reports):
 
 
 def test_one_report_says_which_figures_it_cannot_draw(reports, tmp_path, capsys):
-    assert figures.main([str(reports[0]), "--out", str(tmp_path)]) == 0
+    assert plot_cli.main([str(reports[0]), "--out", str(tmp_path)]) == 0
     assert "skipped Pareto front: no model measured with energy in 2+ power modes" in capsys.readouterr().out
 
 
@@ -76,5 +77,5 @@ def test_not_a_report(tmp_path):
 def test_empty_report_is_an_error_exit(tmp_path, capsys):
     path = tmp_path / "empty.json"
     path.write_text(json.dumps({"kind": "pytest-jetson-report", "tests": []}))
-    assert figures.main([str(path), "--out", str(tmp_path / "p")]) == 1
+    assert plot_cli.main([str(path), "--out", str(tmp_path / "p")]) == 1
     assert "no measurements" in capsys.readouterr().out

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from pytest_jetson.cli.calibrate import main as calibrate_main
+from pytest_jetson.cli.sweep import main as sweep_main
 from pytest_jetson.sim import calibrate, constants
-from pytest_jetson.sim.cli import calibrate_main, sweep_main
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from pytest_jetson.clock import SimClock
 from pytest_jetson.sim import predict
-from pytest_jetson.sim.clock import SimClock
 from pytest_jetson.sim.noise import LatencyNoise
 
 BASE = 1e-3

@@ -9,8 +9,8 @@ import types
 
 import pytest
 
+from pytest_jetson.clock import SimClock
 from pytest_jetson.errors import ConfigError, TelemetryError
-from pytest_jetson.sim.clock import SimClock
 from pytest_jetson.telemetry import TelemetryFactory
 from pytest_jetson.telemetry import jtop as jtop_mod
 from pytest_jetson.telemetry.base import TelemetryWarning

@@ -5,8 +5,8 @@ import types
 import numpy as np
 import pytest
 
+from pytest_jetson.clock import SimClock
 from pytest_jetson.devices.device import simulated as simulated_device
-from pytest_jetson.sim.clock import SimClock
 from pytest_jetson.telemetry import TelemetryFactory
 from pytest_jetson.telemetry.sampler import Sampler
 from pytest_jetson.telemetry.simulated import THERMAL_TAU_S, SimulatedSource

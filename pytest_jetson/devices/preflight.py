@@ -1,20 +1,18 @@
-"""``pytest-jetson preflight``: is this board fit to run the perf gate right now?
+"""Preflight: is this board fit to run the perf gate right now? (``pytest-jetson preflight``)
 
 A self-hosted runner's perf gate is only as good as the board's state: the wrong power mode,
 jetson_clocks off, or another job busy on the GPU makes every comparison meaningless. Each check
 prints one line; any failure exits 1 with the command that fixes it.
 """
 
-import argparse
 import json
 import time
 from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple
 
 from ..errors import ConfigError
-from .detect import Detection, _read, detect
+from .detect import Detection, _read
 from .registry import get
-from .resolve import system_root
 
 GPU_LOAD_FILES = ("/sys/devices/gpu.0/load", "/sys/devices/platform/gpu.0/load",
                   "/sys/devices/17000000.ga10b/load", "/sys/devices/17000000.gv11b/load",
@@ -134,31 +132,3 @@ def _spaced(n: int, interval: float) -> Iterable[int]:
         if i:
             time.sleep(interval)
         yield i
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="pytest-jetson preflight", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", help="the board the runner must be (name or alias)")
-    parser.add_argument("--power-mode", help="the power mode the board must run (default: the baselines')")
-    parser.add_argument("--baselines", type=Path, help="baseline directory of this device, e.g. baselines/orin-nano-8gb")
-    parser.add_argument("--require-jetson-clocks", action="store_true", help="fail unless jetson_clocks is on")
-    parser.add_argument("--max-gpu-load", type=float, default=10.0, help="percent (default 10)")
-    parser.add_argument("--max-cpu-load", type=float, default=0.5, help="load average per core (default 0.5)")
-    parser.add_argument("--samples", type=int, default=3, help="GPU load samples, 0.5 s apart (default 3)")
-    args = parser.parse_args(argv)
-    root = system_root()
-    found = detect(root)
-    try:
-        results = run_checks(found, root, args.device, args.power_mode, args.require_jetson_clocks,
-                             args.max_gpu_load, args.max_cpu_load, args.baselines, args.samples)
-    except ConfigError as exc:
-        print(f"FAIL  {exc}")
-        return 1
-    for ok, line in results:
-        print(f"{'ok  ' if ok else 'FAIL'}  {line}")
-    failed = [line for ok, line in results if not ok]
-    if failed:
-        print(f"preflight failed: {len(failed)} check(s); the board is not ready for the perf gate")
-        return 1
-    print("preflight passed: the board is ready")
-    return 0

@@ -53,7 +53,7 @@ class OnnxRuntimeEngine(Engine):
                  resolution: Any = None, threads: Optional[int] = None,
                  providers: Optional[List[str]] = None) -> None:
         super().__init__()
-        from ..sim.clock import WallClock
+        from ..clock import WallClock
 
         label = model_label(model)
         where = f"onnxruntime engine {label!r}"

@@ -42,8 +42,8 @@ class SimulatedEngine(Engine):
                  dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
                  resolution: Any = None, processes: int = 1) -> None:
         super().__init__()
+        from ..clock import SimClock
         from ..devices.device import as_device
-        from ..sim.clock import SimClock
 
         label = model_label(model)
         where = f"simulated engine {label!r}"

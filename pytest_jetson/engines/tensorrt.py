@@ -306,7 +306,7 @@ class TensorRTEngine(Engine):
                  seed: int = 0, resolution: Any = None, workspace: Any = None, cache_dir: Any = None,
                  device: Any = None, timing_cache: bool = True) -> None:
         super().__init__()
-        from ..sim.clock import WallClock
+        from ..clock import WallClock
 
         label = model_label(model)
         where = f"tensorrt engine {label!r}"

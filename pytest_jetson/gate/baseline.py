@@ -45,7 +45,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import fileio
 from ..errors import BaselineError
-from ..run.measurement import METRICS
+from ..metrics import METRICS
 from .compare import BaselineRef, env_differences
 from .stats import MetricStats, metric_stats
 
@@ -53,8 +53,6 @@ SCHEMA = 1
 LOCK_TIMEOUT = 120.0
 _SIGNIFICANT = 6
 
-_SAMPLE_KIND = {name: "latency" for name in METRICS if name.startswith("latency_")}
-_SAMPLE_KIND.update({"throughput": "throughput", "per_process_throughput": "per_process_throughput"})
 
 FIX_UNREADABLE = ("restore it from version control (git checkout -- {path}), or delete it and "
                   "re-record with --jetson-update-baselines")
@@ -115,7 +113,7 @@ def make_entry(measurement: Any, fp: Dict[str, Any], confidence: float = 0.99,
         if st is None:
             continue
         d = st.to_dict()
-        kind = _SAMPLE_KIND.get(name)
+        kind = METRICS[name].sample
         sample = d.pop("sample")
         d["sample"] = None
         if kind and sample:

@@ -15,52 +15,15 @@ different absolute bounds with the same comparator on one metric (or two differe
 are a conflict, raised as ``BoundError`` (the plugin turns it into a collection error).
 """
 
-import difflib
 import math
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..errors import BoundError
-from ..run.measurement import METRICS
+from ..metrics import METRICS, UNITS, unknown_message
 
 COMPARATORS = ("<=", "<", ">=", ">")
-
-#: dimension -> {unit as written: factor to the base unit}
-_UNITS: Dict[str, Dict[str, float]] = {
-    "rate": {"/s": 1.0, "items/s": 1.0, "item/s": 1.0, "img/s": 1.0, "fps": 1.0, "k/s": 1e3,
-             "kitems/s": 1e3},
-    "time": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9},
-    "bytes": {"B": 1.0, "KiB": 1024.0, "MiB": 1024.0 ** 2, "GiB": 1024.0 ** 3, "KB": 1e3, "kB": 1e3,
-              "MB": 1e6, "GB": 1e9},
-    "power": {"W": 1.0, "mW": 1e-3},
-    "energy": {"J": 1.0, "mJ": 1e-3, "uJ": 1e-6, "µJ": 1e-6},
-    "temperature": {"C": 1.0, "°C": 1.0},
-    "percent": {"%": 1.0},
-}
-
-_DIMENSION = {
-    "throughput": "rate",
-    "per_process_throughput": "rate",
-    "latency_mean": "time",
-    "latency_p50": "time",
-    "latency_p90": "time",
-    "latency_p95": "time",
-    "latency_p99": "time",
-    "latency_max": "time",
-    "memory": "bytes",
-    "power": "power",
-    "power_peak": "power",
-    "energy": "energy",
-    "gpu_util": "percent",
-    "temperature": "temperature",
-}
-
-#: How a base-unit value of each dimension is printed.
-_DISPLAY = {
-    "rate": "/s", "time": "ms", "bytes": "MiB", "power": "W", "energy": "mJ",
-    "temperature": "C", "percent": "%",
-}
 
 _TOKEN = re.compile(
     r"\s*(?:"
@@ -112,69 +75,12 @@ class Bound:
             return measured >= self.value
         return measured > self.value
 
-    def describe(self) -> str:
-        if self.relative:
-            assert self.tolerance is not None
-            return f"{format_percent(self.tolerance)} vs baseline"
-        return f"{self.comparator} {format_value(self.metric, self.value)}"
-
     def to_dict(self) -> Dict[str, Any]:
         return {
             "metric": self.metric, "text": self.text, "kind": self.kind,
             "comparator": self.comparator, "value": self.value, "unit": self.unit,
             "tolerance": self.tolerance, "where": self.where,
         }
-
-
-def dimension(metric: str) -> str:
-    return _DIMENSION[metric]
-
-
-def units_for(metric: str) -> List[str]:
-    return list(_UNITS[_DIMENSION[metric]])
-
-
-def format_percent(fraction: float) -> str:
-    return f"{fraction * 100:.3g}%"
-
-
-def format_value(metric: str, value: Optional[float]) -> str:
-    """A base-unit metric value for people: '812.4/s', '15.2 ms', '1.5 GiB', '9.8 W', '12 mJ'."""
-    if value is None:
-        return "-"
-    dim = _DIMENSION.get(metric, "")
-    if dim == "rate":
-        return f"{value:.1f}/s" if abs(value) < 1e5 else f"{value:.4g}/s"
-    if dim == "time":
-        a = abs(value)
-        if a >= 1:
-            return f"{value:.3g} s"
-        if a >= 1e-3:
-            return f"{value * 1e3:.3g} ms"
-        return f"{value * 1e6:.3g} us"
-    if dim == "bytes":
-        for unit, scale in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {unit}"
-        return f"{value:.0f} B"
-    if dim == "power":
-        return f"{value:.3g} W"
-    if dim == "energy":
-        return f"{value * 1e3:.3g} mJ" if abs(value) < 1 else f"{value:.3g} J"
-    if dim == "temperature":
-        return f"{value:.3g} C"
-    if dim == "percent":
-        return f"{value:.3g} %"
-    return f"{value:.4g}"
-
-
-def unknown_metric_message(metric: str, where: str = "") -> str:
-    close = difflib.get_close_matches(metric, list(METRICS), n=1, cutoff=0.5)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    at = f" on {where}" if where else ""
-    return (
-        f"perf mark{at}: unknown metric {metric!r}.{hint} Known metrics: {', '.join(METRICS)}"
-    )
 
 
 def _error(metric: str, text: str, pos: int, length: int, why: str, where: str) -> BoundError:
@@ -206,11 +112,11 @@ def _tokens(text: str) -> List[Tuple[str, str, int]]:
 def parse(metric: str, text: Any, where: str = "") -> Bound:
     """Parse one bound of ``metric``. Raises BoundError pointing at the bad token."""
     if metric not in METRICS:
-        raise BoundError(unknown_metric_message(metric, where))
-    dim = _DIMENSION[metric]
-    units = _UNITS[dim]
-    example = {"rate": ">= 900/s", "time": "<= 15 ms", "bytes": "<= 1.5 GiB", "power": "<= 10 W",
-               "energy": "<= 12 mJ", "temperature": "<= 70 C", "percent": ">= 80 %"}[dim]
+        raise BoundError(unknown_message(metric, where))
+    row = METRICS[metric]
+    dim = row.dimension
+    units = UNITS[dim]
+    example = row.example
     if not isinstance(text, str):
         at = f" on {where}" if where else ""
         raise BoundError(
@@ -282,7 +188,7 @@ def parse(metric: str, text: Any, where: str = "") -> Bound:
             where,
         )
     if unit not in units:
-        other = [d for d, us in _UNITS.items() if unit in us]
+        other = [d for d, us in UNITS.items() if unit in us]
         why = f"unit {unit!r} does not fit {metric}, which takes {', '.join(units)}"
         if other:
             why = f"unit {unit!r} measures {other[0]}, but {metric} takes {', '.join(units)}"

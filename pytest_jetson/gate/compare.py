@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..run.measurement import METRICS
-from .bounds import Bound, format_percent, format_value
+from ..metrics import METRICS, format_percent, format_value
+from .bounds import Bound
 from .stats import MetricStats, metric_stats, t_ppf
 
 #: Fingerprint keys that must match for a baseline to be compared (the plugin version does not).
@@ -140,20 +140,15 @@ def _ci_text(metric: str, ci: Optional[Tuple[float, float]], confidence: float) 
 
 
 def missing_reason(measurement: Any, metric: str) -> str:
-    """Why a measurement has no value for ``metric``: which telemetry sources were tried."""
+    """Why a measurement has no value for ``metric``: the metric's own hint, or, for what telemetry
+    measures, which sources were tried and why each was unavailable."""
+    row = METRICS[metric]
     tele = getattr(measurement, "telemetry", None)
-    if metric == "per_process_throughput":
-        return "per_process_throughput needs a process pool: record a process_pool(...) measurement"
-    if metric.startswith("latency_"):
-        return "the measurement has no latency samples"
-    if metric == "throughput":
-        return "the measurement has no items or no duration"
-    if metric == "memory" and tele is None:
-        return ("no memory reading: the engine reported no memory and no telemetry ran "
-                "(use perf.measure, or enable telemetry with --jetson-telemetry)")
-    if tele is None:
-        return (f"no {metric} reading: no telemetry ran for this measurement; telemetry sources "
-                "tried: none (enable one with --jetson-telemetry, e.g. jtop, tegrastats, nvml)")
+    if row.source != "telemetry" or tele is None:
+        if row.source == "telemetry":
+            return (f"no {metric} reading: no telemetry ran for this measurement; telemetry sources "
+                    "tried: none (enable one with --jetson-telemetry, e.g. jtop, tegrastats, nvml)")
+        return row.hint
     explain = getattr(tele, "explain_missing", None)
     if callable(explain):
         return str(explain(metric))
@@ -231,7 +226,7 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
         v.outcome = "error"
         v.message = f"{metric}: cannot compare non-positive values ({stats.value} now, {base.value} baseline)"
         return v
-    direction = METRICS[metric]
+    direction = METRICS[metric].worse
     ratio = stats.value / base.value
     v.change = ratio - 1.0
     worse = v.change if direction == "higher" else -v.change

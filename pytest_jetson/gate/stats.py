@@ -26,13 +26,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..metrics import METRICS
+
 COMPACT_POINTS = 200
 BATCHES = 30
 MIN_SAMPLES_FOR_ERROR = 8
 OUTLIER_CAP = 3.0
 
-_QUANTILE = {"latency_p50": 0.50, "latency_p90": 0.90, "latency_p95": 0.95, "latency_p99": 0.99}
-_MEAN_LIKE = ("latency_mean", "throughput", "per_process_throughput")
 
 
 # -- normal and t quantiles without scipy ----------------------------------------------------------
@@ -217,11 +217,12 @@ def metric_stats(measurement: Any, metric: str, confidence: float = 0.99) -> Opt
             return st
     if x.size >= MIN_SAMPLES_FOR_ERROR and value > 0:
         se_mean, df, inflation = _batch_means_se(x)
-        if metric in _MEAN_LIKE and st.mean:
+        row = METRICS[metric]
+        if row.estimator == "mean" and st.mean:
             st.se_log = se_mean / abs(st.mean)
             st.df = df
-        elif metric in _QUANTILE:
-            q = _QUANTILE[metric]
+        elif row.estimator == "quantile" and row.quantile is not None:
+            q = row.quantile
             s = math.sqrt(q * (1 - q) / x.size)
             lo = float(np.quantile(x, max(0.0, q - s)))
             hi = float(np.quantile(x, min(1.0, q + s)))

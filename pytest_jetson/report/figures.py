@@ -12,11 +12,10 @@ accelerator):
 A figure whose data the report lacks is skipped with a line saying so. Needs the ``plots`` extra.
 """
 
-import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple
 
 from ..errors import ConfigError
 
@@ -279,22 +278,3 @@ def draw(points: List[Point], out: Path) -> Tuple[List[Path], List[str]]:
     _batching(plt, points, style, out, written, skipped)
     _pareto(plt, points, style, out, written, skipped)
     return written, skipped
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="pytest-jetson plot", description=__doc__.splitlines()[0])
-    parser.add_argument("reports", nargs="+", type=Path, help="JSON reports from --jetson-report-json")
-    parser.add_argument("--out", type=Path, default=Path("perf-plots"), help="output directory")
-    args = parser.parse_args(argv)
-    points: List[Point] = []
-    for report in args.reports:
-        points.extend(load_points(report))
-    if not points:
-        print(f"no measurements in {', '.join(map(str, args.reports))}: nothing to plot")
-        return 1
-    written, skipped = draw(points, args.out)
-    for path in written:
-        print(f"wrote {path}")
-    for line in skipped:
-        print(f"skipped {line}")
-    return 0

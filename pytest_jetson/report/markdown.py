@@ -4,7 +4,7 @@ first, then what was skipped or could not be decided and why."""
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Union
 
-from ..gate.bounds import format_value
+from ..metrics import format_value
 
 _ICON = {"fail": "❌ fail", "error": "❌ error", "inconclusive": "⚠️ inconclusive", "skip": "⏭️ skip",
          "pass": "✅ pass"}

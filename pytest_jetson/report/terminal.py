@@ -3,7 +3,7 @@ regressions first, then one line per verdict that needs a reason (skipped, incon
 
 from typing import Any, Dict, List, Sequence
 
-from ..gate.bounds import format_value
+from ..metrics import format_value
 
 _ORDER = {"error": 0, "fail": 1, "inconclusive": 2, "skip": 3, "pass": 4}
 HEADER = ("test", "metric", "value", "baseline", "change", "bound", "verdict")

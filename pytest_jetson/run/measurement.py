@@ -12,26 +12,9 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ..metrics import METRICS
+
 SCHEMA_VERSION = 1
-
-#: Metrics a perf bound may name, and the direction in which they get worse.
-METRICS = {
-    "throughput": "lower",
-    "latency_mean": "higher",
-    "latency_p50": "higher",
-    "latency_p90": "higher",
-    "latency_p95": "higher",
-    "latency_p99": "higher",
-    "latency_max": "higher",
-    "memory": "higher",
-    "power": "higher",
-    "power_peak": "higher",
-    "energy": "higher",
-    "gpu_util": "lower",
-    "temperature": "higher",
-    "per_process_throughput": "lower",
-}
-
 
 def _percentile(values: np.ndarray, q: float) -> Optional[float]:
     if values.size == 0:
@@ -175,7 +158,7 @@ class Measurement:
     def metric(self, name: str) -> Optional[float]:
         """The value of a perf metric by name (None where nothing measured it)."""
         if name not in METRICS:
-            raise KeyError(name)
+            raise KeyError(name)  # the table in pytest_jetson.metrics names every metric
         value = getattr(self, name)
         if isinstance(value, Spread):
             return value.min

@@ -180,7 +180,7 @@ def _keep_series(sampler: Any, extra: Dict[str, Any]) -> None:
 # -- simulated --------------------------------------------------------------------------------------
 def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: float, clock: Any,
                    context: Any, seed: int, telemetry: Any) -> PoolMeasurement:
-    from ..sim.clock import SimClock
+    from ..clock import SimClock
     from .pool_procs import worker_seed
     from .pool_sim import SimulatedPlan, simulate_workers
 

@@ -2,9 +2,9 @@
 
 ``predict`` gives one configuration's throughput, latency, memory, power and energy from the
 device profile and the network's graph; ``sweep`` evaluates a grid of configurations at once;
-``noise.LatencyNoise`` turns a predicted latency into seeded per-iteration samples; ``clock``
-holds the virtual clock. Names are imported on first use, so ``import pytest_jetson.sim.clock``
-(done at plugin start-up) stays cheap.
+``noise.LatencyNoise`` turns a predicted latency into seeded per-iteration samples. The virtual
+clock lives in ``pytest_jetson.clock`` (real backends use its wall clock too). Names are imported
+on first use, so importing this package stays cheap.
 """
 
 from typing import Any

@@ -4,10 +4,10 @@
 a profiled board and power mode) plus the seeds' figures into a prediction target. ``report()``
 compares the model with them (predicted vs published, error, MAPE per metric). ``fit()`` fits
 the constants once, per architecture, never per model, and ``write()`` stores them in
-``pytest_jetson/devices/calibration.json`` with a note of what each was fitted to.
+``pytest_jetson/sim/data/calibration.json`` with a note of what each was fitted to.
 
-    python -m pytest_jetson.sim.calibrate --report      # or: pytest-jetson calibrate --report
-    python -m pytest_jetson.sim.calibrate --fit --write # refit (developers; deterministic)
+    pytest-jetson calibrate --report        # predicted vs published
+    pytest-jetson calibrate --fit --write   # refit (developers; deterministic)
 """
 
 import json
@@ -541,7 +541,7 @@ def write(data: Dict[str, Any], path: Path = K.CALIBRATION_PATH) -> None:
         "schema": 1,
         "about": ("Fitted constants of the simulated Jetson (pytest_jetson/sim). Per architecture, family "
                   "or device, never per model; each with what it was fitted to. Regenerate with "
-                  "`python -m pytest_jetson.sim.calibrate --fit --write`; check with "
+                  "`pytest-jetson calibrate --fit --write`; check with "
                   "`pytest-jetson calibrate --report`. Constants not listed keep the defaults in "
                   "pytest_jetson/sim/constants.py."),
     }
@@ -550,31 +550,3 @@ def write(data: Dict[str, Any], path: Path = K.CALIBRATION_PATH) -> None:
     tmp.write_text(json.dumps(body, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     tmp.replace(path)
     K.reload()
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="pytest-jetson calibrate",
-                                 description="Compare the simulated Jetson with published results.")
-    ap.add_argument("--report", action="store_true", help="print predicted vs published and MAPE (default)")
-    ap.add_argument("--verbose", action="store_true", help="also list the rows the model cannot express")
-    ap.add_argument("--fit", action="store_true", help="refit the constants (developers)")
-    ap.add_argument("--write", action="store_true", help="with --fit: write devices/calibration.json")
-    args = ap.parse_args(argv)
-    if args.fit:
-        data = fit(verbose=True)
-        if args.write:
-            write(data)
-            _CACHE.clear()
-    rep = report()
-    print(format_report(rep))
-    if args.verbose:
-        print("\nnot expressible:")
-        for row, why in rep["skipped"]:
-            print(f"  {row['id']:>4} {row['device_family']:<12} {row['model']:<40} {why}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

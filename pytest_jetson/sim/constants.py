@@ -2,7 +2,7 @@
 
 Constants are per architecture (time, power coefficients) with a few per device (idle power),
 never per model: a constant that only fits one network would be a lookup of the answer.
-``pytest_jetson/sim/calibrate.py`` writes ``pytest_jetson/devices/calibration.json`` with a note
+``pytest_jetson/sim/calibrate.py`` writes ``pytest_jetson/sim/data/calibration.json`` with a note
 of what each value was fitted to.
 """
 
@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-CALIBRATION_PATH = Path(__file__).resolve().parent.parent / "devices" / "calibration.json"
+CALIBRATION_PATH = Path(__file__).resolve().parent / "data" / "calibration.json"
 
 #: Starting values (and the values for architectures no published row covers).
 ARCH_DEFAULTS: Dict[str, float] = {

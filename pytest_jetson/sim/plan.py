@@ -56,7 +56,7 @@ def transitions(w: Workload) -> int:
     return changes + (0 if ok[0] else 1) + (0 if ok[-1] else 1)
 
 
-class Engines:
+class KernelTables:
     """Builds each distinct engine's kernel table once (per precision, batch and unit)."""
 
     def __init__(self, w: Workload, hw: Hardware, c: Dict[str, float]) -> None:
@@ -114,12 +114,12 @@ def resolve_precision(hw: Hardware, precision: str, precisions, notes: List[str]
     return p
 
 
-def config_row(hw: Hardware, w: Workload, engines: Engines, precision: str, batch: int,
+def config_row(hw: Hardware, w: Workload, tables: KernelTables, precision: str, batch: int,
                n_gpu: int, n_dla: int, c: Dict[str, float]) -> Dict[str, float]:
     sm = hw.sm_count
-    gpu = engines.gid("gpu", precision, batch, sm) if n_gpu else 0
-    dla = engines.gid("dla", precision, batch, sm) if n_dla else 0
-    fb = engines.gid("fb", precision, batch, sm) if n_dla else 0
+    gpu = tables.gid("gpu", precision, batch, sm) if n_gpu else 0
+    dla = tables.gid("dla", precision, batch, sm) if n_dla else 0
+    fb = tables.gid("fb", precision, batch, sm) if n_dla else 0
     ref = c["cpu_ref_mhz"]
     per_process = memory_per_process(w, precision, batch, c)[0]
     return {

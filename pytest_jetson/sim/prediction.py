@@ -87,9 +87,9 @@ def _oom_message(hw, model, precision, batch, processes, per_process, parts, ava
 def evaluate_one(hw: Any, w: Any, precision: str, batch: int, n_gpu: int, n_dla: int,
                  c: Dict[str, float]) -> Dict[str, float]:
     """The model's raw outputs for one configuration (used by predict and by calibration)."""
-    engines = plan.Engines(w, hw, c)
-    cfg = plan.stack([plan.config_row(hw, w, engines, precision, batch, n_gpu, n_dla, c)])
-    return core.scalar(core.evaluate(engines.tables, cfg, c))
+    kernels = plan.KernelTables(w, hw, c)
+    cfg = plan.stack([plan.config_row(hw, w, kernels, precision, batch, n_gpu, n_dla, c)])
+    return core.scalar(core.evaluate(kernels.tables, cfg, c))
 
 
 def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, processes: int = 1,

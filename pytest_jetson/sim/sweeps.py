@@ -153,7 +153,7 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
     procs = [plan.check_processes(n) for n in _as_list(processes, [1])]
     accs = [str(a).strip().lower().replace(" ", "") for a in _as_list(accelerators, ["gpu"])]
 
-    engines = plan.Engines(w, hw0, c)
+    kernels = plan.KernelTables(w, hw0, c)
     # (accelerator, precision, batch, processes) combos that are valid, with their instance split.
     combos = []
     for a in accs:
@@ -175,9 +175,9 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
     per_sm = []
     for sm in sms:
         hw_s = next(h for h in hws if h.sm_count == sm)
-        per_sm.append(plan.stack([plan.config_row(hw_s, w, engines, p, b, n_g, n_d, c)
+        per_sm.append(plan.stack([plan.config_row(hw_s, w, kernels, p, b, n_g, n_d, c)
                                   for _, p, b, _, n_g, n_d in combos]))
-    tables = engines.tables
+    tables = kernels.tables
     mem = {}
     for _, p, b, *_ in combos:
         if (p, b) not in mem:

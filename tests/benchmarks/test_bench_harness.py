@@ -13,10 +13,10 @@ import time
 
 import pytest
 
+from pytest_jetson.clock import WallClock
 from pytest_jetson.devices.device import simulated
 from pytest_jetson.engines import open_engine
 from pytest_jetson.run.harness import measure
-from pytest_jetson.sim.clock import WallClock
 from tests.fakes.onnx_models import tiny_onnx
 
 ITERATIONS = 150  # per timed loop: ~0.2 s at 1 ms per inference

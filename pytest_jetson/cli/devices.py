@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..devices.profile import PowerMode, Profile
+from ..devices.registry import get, profiles
 from ..errors import JetsonError
-from .profile import PowerMode, Profile
-from .registry import get, profiles
 
 # A field the public sources do not give is None in the data; the table shows it as a dash so
 # a reader sees "unknown", never a made-up zero.

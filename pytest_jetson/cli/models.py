@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def rows(names: List[str] | None = None, resolution: int | None = None, batch: int = 1) -> List[dict]:
-    from . import zoo
+    from ..models import zoo
 
     out = []
     for name in names or zoo.names():

@@ -1,4 +1,5 @@
-"""`pytest-jetson sweep` and `pytest-jetson calibrate`: the simulated Jetson from the command line."""
+"""``pytest-jetson sweep``: a grid of configurations on a simulated Jetson, its Pareto front and the
+lowest-energy power mode under a latency budget."""
 
 import argparse
 import sys
@@ -33,7 +34,7 @@ HEADER = (f"{'power mode':<16} {'prec':<5} {'accel':<7} {'batch':>5} {'procs':>5
           f"{'GPU MHz':>7} {'bound':<10}")
 
 
-def sweep_main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     """pytest-jetson sweep --device agx-orin --model resnet50 --precision int8 --batch 1,8,32
     --processes 1,2 --power-modes all --max-latency 5ms"""
     ap = argparse.ArgumentParser(
@@ -57,8 +58,8 @@ def sweep_main(argv: Optional[List[str]] = None) -> int:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    from ..sim import sweep
     from ..units import parse_duration
-    from . import sweep
 
     try:
         budget = parse_duration(args.max_latency, "--max-latency") if args.max_latency else None
@@ -106,16 +107,3 @@ def sweep_main(argv: Optional[List[str]] = None) -> int:
             json.dump({"device": res.meta["device"], "model": res.meta["model"], "notes": res.notes,
                        "rows": rows, "pareto": front, "best": best}, fh, indent=1)
     return rc
-
-
-def calibrate_main(argv: Optional[List[str]] = None) -> int:
-    """pytest-jetson calibrate --report: predicted vs published for every expressible row, MAPE."""
-    from .calibrate import main
-
-    try:
-        return main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    except JetsonError as exc:
-        print(f"pytest-jetson calibrate: error: {exc}", file=sys.stderr)
-        return 2

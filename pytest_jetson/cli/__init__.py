@@ -1,0 +1,62 @@
+"""The ``pytest-jetson`` command: one module per subcommand in this package, each with ``main(argv)``.
+
+Subcommands are imported only when run, so ``pytest-jetson devices`` never loads onnx or numpy-
+heavy simulation code it does not need. The domain packages export functions and never import
+this package.
+"""
+
+import importlib
+import sys
+from typing import Dict, List, Optional
+
+#: name -> one-line help; the code is ``pytest_jetson.cli.<name>.main``.
+COMMANDS: Dict[str, str] = {
+    "devices": "list the known devices and their power modes",
+    "preflight": "check the board is ready for the perf gate (mode, clocks, idle)",
+    "models": "list the model zoo: parameters, MACs, inputs",
+    "sweep": "predict a grid of configurations; Pareto front of latency vs energy",
+    "calibrate": "the simulator against published results: error per row and MAPE",
+    "compare": "compare two JSON reports; exit 1 on regressions",
+    "show": "list the stored baselines",
+    "plot": "draw the research's figures from a JSON report",
+}
+
+
+def _usage() -> str:
+    lines = ["usage: pytest-jetson COMMAND [ARGS...]", "", "commands:"]
+    width = max(map(len, COMMANDS))
+    for name, text in COMMANDS.items():
+        lines.append(f"  {name:<{width}}  {text}")
+    lines.append("")
+    lines.append("Run `pytest-jetson COMMAND --help` for a command's options.")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    if args[0] in ("-V", "--version"):
+        from .. import __version__
+
+        print(f"pytest-jetson {__version__}")
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        print(f"pytest-jetson: unknown command {name!r}.{hint}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    from ..errors import JetsonError
+
+    try:
+        return int(importlib.import_module(f"{__name__}.{name}").main(rest) or 0)
+    except JetsonError as exc:
+        print(f"pytest-jetson {name}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
