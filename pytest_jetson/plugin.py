@@ -1,100 +1,76 @@
 """The pytest face of pytest-jetson: options, ini keys, markers, fixtures and hooks.
 
 Thin on purpose: it turns options, marks and fixtures into calls on the library packages and turns
-their verdicts into test outcomes. Everything it calls is usable without pytest.
+their verdicts into test outcomes. Everything it calls is usable without pytest. The session's
+state lives in two objects: the ``Context`` (settings, device, backend, clock, engines, telemetry)
+and the ``PerfSession`` registered below (the gate, the results, the files written at the end).
 """
 
 import os
+import sys
 
 import pytest
 
-from .errors import ConfigError, JetsonError
+from .errors import ConfigError
 
-# ------------------------------------------------------------------------------------------------
-# options and ini keys
-# ------------------------------------------------------------------------------------------------
+CONTEXT_KEY = pytest.StashKey()
+BOUNDS_KEY = pytest.StashKey()
+RECORDER_KEY = pytest.StashKey()
+ERROR_KEY = pytest.StashKey()
+SESSION_NAME = "jetson-perf-session"
 
 
+def pytest_addhooks(pluginmanager):
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+# -- options and ini keys --------------------------------------------------------------------------
 def pytest_addoption(parser):
     group = parser.getgroup("jetson", "performance regression testing on NVIDIA Jetson")
-    group.addoption(
-        "--jetson-device", dest="jetson_device", default=None, metavar="NAME|auto",
-        help="device to test: a name from `pytest-jetson devices` or auto (the detected board, "
-        "else a simulated Orin Nano 8GB). Ini: jetson_device.",
-    )
-    group.addoption(
-        "--jetson-simulate", dest="jetson_simulate", action="store_true", default=False,
-        help="simulate the device even on a real Jetson board",
-    )
-    group.addoption(
-        "--jetson-backend", dest="jetson_backend", default=None,
-        choices=("tensorrt", "onnxruntime", "simulated"),
-        help="engine backend (default: tensorrt on a board, simulated elsewhere)",
-    )
-    group.addoption(
-        "--jetson-power-mode", dest="jetson_power_mode", default=None, metavar="MODE",
-        help="nvpmodel power mode by name or id (default: the board's current or the profile's default)",
-    )
-    group.addoption(
-        "--jetson-baselines", dest="jetson_baselines", default=None, metavar="DIR",
-        help="baseline directory (default: baselines). Ini: jetson_baselines.",
-    )
-    group.addoption(
-        "--jetson-update-baselines", dest="jetson_update_baselines", nargs="?", const="all",
-        default=None, choices=("all", "new"), metavar="all|new",
-        help="(re)record baselines from this run: all (new and changed, the default) or new only",
-    )
-    group.addoption(
-        "--jetson-prune-baselines", dest="jetson_prune_baselines", action="store_true", default=False,
-        help="remove baseline entries that no selected test used",
-    )
-    group.addoption(
-        "--jetson-missing-baseline", dest="jetson_missing_baseline", default=None,
-        choices=("skip", "fail"),
-        help="what a relative bound does without a baseline: skip it (default) or fail (for gates)",
-    )
-    group.addoption(
-        "--jetson-allow-env-mismatch", dest="jetson_allow_env_mismatch", action="store_true",
-        default=False,
-        help="compare against baselines recorded under another power mode, JetPack, TensorRT, ...",
-    )
-    group.addoption(
-        "--jetson-inconclusive", dest="jetson_inconclusive", default=None, choices=("pass", "fail"),
-        help="outcome of a comparison too noisy to decide: pass with a warning (default) or fail",
-    )
-    group.addoption(
-        "--jetson-confidence", dest="jetson_confidence", default=None, type=float, metavar="LEVEL",
-        help="confidence level of the regression test (default 0.99)",
-    )
-    group.addoption(
-        "--jetson-report-json", dest="jetson_report_json", default=None, metavar="PATH",
-        help="write every measurement, telemetry summary and verdict to PATH as JSON",
-    )
-    group.addoption(
-        "--jetson-report-md", dest="jetson_report_md", default=None, metavar="PATH",
-        help="write a Markdown summary (default: $GITHUB_STEP_SUMMARY when set)",
-    )
-    group.addoption(
-        "--jetson-plots", dest="jetson_plots", default=None, metavar="DIR",
-        help="write PNG plots (telemetry timelines, current vs baseline) to DIR (needs the plots extra)",
-    )
-    group.addoption(
-        "--jetson-seed", dest="jetson_seed", default=None, metavar="N",
-        help="seed of the simulated device's run-to-run noise (default 0)",
-    )
-    group.addoption(
-        "--jetson-duration", dest="jetson_duration", default=None, metavar="DUR",
-        help="override the duration of every perf.measure and process_pool, e.g. 2s",
-    )
-    group.addoption(
-        "--jetson-telemetry", dest="jetson_telemetry", default=None,
-        choices=("auto", "jtop", "tegrastats", "sysfs", "nvml", "host", "simulated", "none"),
-        help="telemetry source (default auto: the best available)",
-    )
-    group.addoption(
-        "--jetson-telemetry-interval", dest="jetson_telemetry_interval", default=None, metavar="DUR",
-        help="telemetry sampling interval (default 100ms, down to 10ms)",
-    )
+    add = group.addoption
+    add("--jetson-device", dest="jetson_device", default=None, metavar="NAME|auto",
+        help="device to test: a name from `pytest-jetson devices` or auto (the detected board, else "
+             "a simulated Orin Nano 8GB). Ini: jetson_device.")
+    add("--jetson-simulate", dest="jetson_simulate", action="store_true", default=False,
+        help="simulate the device even on a real Jetson board")
+    add("--jetson-backend", dest="jetson_backend", default=None, metavar="NAME",
+        help="engine backend: tensorrt, onnxruntime, simulated or one a plugin adds (default: "
+             "tensorrt on a board, simulated elsewhere)")
+    add("--jetson-power-mode", dest="jetson_power_mode", default=None, metavar="MODE",
+        help="nvpmodel power mode by name or id (default: the board's current or the profile's default)")
+    add("--jetson-baselines", dest="jetson_baselines", default=None, metavar="DIR",
+        help="baseline directory (default: baselines). Ini: jetson_baselines.")
+    add("--jetson-update-baselines", dest="jetson_update_baselines", nargs="?", const="all",
+        default=None, metavar="=all|=new",
+        help="(re)record baselines from this run: =all (new and changed, the default) or =new "
+             "(new only); write the value with '=', a following word is a path")
+    add("--jetson-prune-baselines", dest="jetson_prune_baselines", action="store_true", default=False,
+        help="remove baseline entries that no selected test used")
+    add("--jetson-missing-baseline", dest="jetson_missing_baseline", default=None, choices=("skip", "fail"),
+        help="what a relative bound does without a baseline: skip it (default) or fail (for gates)")
+    add("--jetson-allow-env-mismatch", dest="jetson_allow_env_mismatch", action="store_true", default=False,
+        help="compare against baselines recorded under another power mode, JetPack, TensorRT, ...")
+    add("--jetson-inconclusive", dest="jetson_inconclusive", default=None, choices=("pass", "fail"),
+        help="outcome of a comparison too noisy to decide: pass with a warning (default) or fail")
+    add("--jetson-confidence", dest="jetson_confidence", default=None, type=float, metavar="LEVEL",
+        help="confidence level of the regression test (default 0.99)")
+    add("--jetson-report-json", dest="jetson_report_json", default=None, metavar="PATH",
+        help="write every measurement, telemetry summary and verdict to PATH as JSON")
+    add("--jetson-report-md", dest="jetson_report_md", default=None, metavar="PATH",
+        help="write a Markdown summary (default: $GITHUB_STEP_SUMMARY when set)")
+    add("--jetson-plots", dest="jetson_plots", default=None, metavar="DIR",
+        help="write PNG plots (telemetry timelines, current vs baseline) to DIR (needs the plots extra)")
+    add("--jetson-seed", dest="jetson_seed", default=None, metavar="N",
+        help="seed of the simulated device's run-to-run noise (default 0)")
+    add("--jetson-duration", dest="jetson_duration", default=None, metavar="DUR",
+        help="override the duration of every perf.measure and process_pool, e.g. 2s")
+    add("--jetson-telemetry", dest="jetson_telemetry", default=None, metavar="SOURCE",
+        help="telemetry source: auto (default: the best available), jtop, tegrastats, sysfs, nvml, "
+             "host, simulated, none, or one a plugin adds")
+    add("--jetson-telemetry-interval", dest="jetson_telemetry_interval", default=None, metavar="DUR",
+        help="telemetry sampling interval (default 100ms, down to 10ms)")
     parser.addini("jetson_device", "device to test (NAME or auto)", default="auto")
     parser.addini("jetson_baselines", "baseline directory", default="baselines")
     parser.addini("jetson_power_mode", "power mode to expect/simulate", default="")
@@ -102,20 +78,30 @@ def pytest_addoption(parser):
     parser.addini("jetson_telemetry", "telemetry source", default="auto")
 
 
-# ------------------------------------------------------------------------------------------------
-# configuration, header, device
-# ------------------------------------------------------------------------------------------------
-# (lead) section: configure / header / jetson_device
-CONTEXT_KEY = pytest.StashKey()
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """``--jetson-update-baselines`` takes its value only after '=': a bare one followed by a
+    path (``--jetson-update-baselines tests/perf``) records all and keeps the path a path. The
+    early parse has already read the path as the option's value: give it back before the initial
+    conftests are looked up from the paths, and spell the option out for the final parse."""
+    for i, arg in enumerate(args):
+        if arg == "--jetson-update-baselines":
+            args[i] = "--jetson-update-baselines=all"
+    ns = early_config.known_args_namespace
+    swallowed = getattr(ns, "jetson_update_baselines", None)
+    if swallowed is not None and swallowed not in ("all", "new") and not any(
+            a.startswith("--jetson-update-baselines=") and a != "--jetson-update-baselines=all" for a in args):
+        ns.jetson_update_baselines = "all"
+        ns.file_or_dir = list(getattr(ns, "file_or_dir", None) or []) + [swallowed]
 
 
+# -- configuration, header, device -----------------------------------------------------------------
 def _settings_from_config(config):
     from .settings import Settings, parse_optional_duration, parse_seed
 
     opt = config.getoption
-    ini_device = config.getini("jetson_device") or "auto"
     return Settings(
-        device=opt("jetson_device") or ini_device,
+        device=opt("jetson_device") or config.getini("jetson_device") or "auto",
         simulate=bool(opt("jetson_simulate")),
         backend=opt("jetson_backend"),
         power_mode=opt("jetson_power_mode") or config.getini("jetson_power_mode") or None,
@@ -138,6 +124,73 @@ def _settings_from_config(config):
     )
 
 
+def _plugin_name(config, impl):
+    name = impl.plugin_name or ""
+    plugin = impl.plugin
+    path = getattr(plugin, "__file__", None)
+    if path:
+        try:
+            return os.path.relpath(path, str(config.rootpath))
+        except ValueError:
+            return path
+    return name
+
+
+def _register_extensions(config):
+    """Backends and telemetry sources from ``pytest_jetson_*`` hooks, each named after the plugin
+    that added it; returns an undo for pytest_unconfigure (the tables outlive one config in-process)."""
+    import dataclasses
+
+    from .engines.registry import BACKENDS
+    from .telemetry.registry import SOURCES
+
+    added = []
+    for hook, table in ((config.hook.pytest_jetson_backends, BACKENDS),
+                        (config.hook.pytest_jetson_telemetry_sources, SOURCES)):
+        for impl in hook.get_hookimpls():
+            who = _plugin_name(config, impl)
+            items = impl.function(**{a: config for a in impl.argnames if a == "config"}) or []
+            for item in items:
+                if dataclasses.is_dataclass(item) and getattr(item, "plugin", "") == "pytest-jetson":
+                    item = dataclasses.replace(item, plugin=who)
+                table.register(item)
+                added.append((table, item.name))
+
+    def undo():
+        for table, name in added:
+            table.unregister(name)
+    return undo
+
+
+def _extra_fingerprint(config, device):
+    extra = {}
+    for impl in config.hook.pytest_jetson_fingerprint.get_hookimpls():
+        kwargs = {a: {"config": config, "device": device}[a] for a in impl.argnames}
+        fields = impl.function(**kwargs) or {}
+        if not isinstance(fields, dict):
+            raise ConfigError(f"{_plugin_name(config, impl)}: pytest_jetson_fingerprint must return "
+                              f"a dict of fingerprint fields, not {type(fields).__name__}")
+        extra.update({str(k): v for k, v in fields.items()})
+    return extra
+
+
+def _check_available(ctx):
+    """A backend or telemetry source named on the command line that cannot run here is a usage
+    error now, not one failure per test."""
+    from .telemetry.registry import SOURCES, SourceContext
+
+    s = ctx.settings
+    if s.backend:
+        why = ctx.backend_spec.available()
+        if why:
+            raise ConfigError(f"--jetson-backend {s.backend}: {why}")
+    if s.telemetry not in ("auto", "none"):
+        why = SOURCES.get(s.telemetry).available(SourceContext(device=ctx.device, clock=ctx.clock, seed=ctx.seed))
+        if why:
+            raise ConfigError(f"--jetson-telemetry {s.telemetry}: telemetry source {s.telemetry} is not "
+                              f"available here: {why}; or use --jetson-telemetry auto")
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -150,21 +203,33 @@ def pytest_configure(config):
         "(names or aliases), on devices with a DLA or tensor cores, or in these power modes; "
         "skipped elsewhere.",
     )
-    from .context import Context, default_backend
+    from .context import Context
     from .devices.resolve import resolve_device
 
+    undo = None
     try:
+        undo = _register_extensions(config)
         settings = _settings_from_config(config)
         device = resolve_device(settings)
+        ctx = Context.create(settings, device, extra_fingerprint=_extra_fingerprint(config, device))
+        _check_available(ctx)
     except ConfigError as exc:
+        if undo is not None:
+            undo()
         raise pytest.UsageError(str(exc)) from None
-    config.stash[CONTEXT_KEY] = Context(
-        settings=settings, device=device, backend=default_backend(device, settings.backend)
-    )
+    config.stash[CONTEXT_KEY] = ctx
+    config.pluginmanager.register(PerfSession(config, ctx, undo), SESSION_NAME)
+
+
+def pytest_unconfigure(config):
+    session = config.pluginmanager.get_plugin(SESSION_NAME)
+    if session is not None:
+        session.close()
+        config.pluginmanager.unregister(session, SESSION_NAME)
 
 
 def jetson_context(config):
-    """The session's Context (settings, device, clock, backend)."""
+    """The session's Context (settings, device, backend, clock, engines, telemetry)."""
     return config.stash[CONTEXT_KEY]
 
 
@@ -172,8 +237,10 @@ def pytest_report_header(config):
     ctx = config.stash.get(CONTEXT_KEY, None)
     if ctx is None:
         return None
+    from .engines.registry import default_backend
+
     line = ctx.device.header_line()
-    if ctx.backend != ("simulated" if ctx.device.simulated else "tensorrt"):
+    if ctx.backend_spec is not default_backend(ctx.device):
         line += f" · backend {ctx.backend}"
     return line
 
@@ -217,6 +284,7 @@ def pytest_collection_modifyitems(config, items):
                 break
 
 
+# -- fixtures --------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def jetson_device(pytestconfig):
     """The Device under test: profile, power mode, simulated or real, and its fingerprint."""
@@ -228,18 +296,11 @@ def telemetry(request):
     """The session's telemetry factory: ``with telemetry.sample(interval="50ms") as t: ...`` then
     ``t.summary`` and ``t.series``. The source follows --jetson-telemetry (default: the best
     available; simulated on a simulated device)."""
-    from .telemetry.factory import session_factory
+    from .telemetry.factory import TelemetryFactory
 
     ctx = jetson_context(request.config)
-    return session_factory(ctx.device, ctx.clock, source=ctx.settings.telemetry,
-                           interval=ctx.settings.telemetry_interval, seed=ctx.settings.seed)
-
-
-# ------------------------------------------------------------------------------------------------
-# engines, perf recorder, pytest-benchmark
-# ------------------------------------------------------------------------------------------------
-# (engines) section
-RECORDER_KEY = pytest.StashKey()
+    # `none` still gives a factory, of a source that samples nothing, so the fixture always works
+    return ctx.telemetry or TelemetryFactory(ctx.device, ctx.clock, source="none")
 
 
 @pytest.fixture
@@ -251,15 +312,6 @@ def perf(request):
     recorder = Recorder(jetson_context(request.config))
     request.node.stash[RECORDER_KEY] = recorder
     return recorder
-
-
-def _close_engines(ctx):
-    for key, engine in list(ctx.engines.items()):
-        if isinstance(key, tuple) and key[:1] == ("trt_engine",):
-            try:
-                engine.close()
-            finally:
-                ctx.engines.pop(key, None)
 
 
 @pytest.fixture
@@ -274,44 +326,13 @@ def trt_engine(request):
     def factory(model, precision="fp16", batch=1, dla_core=None, **opts):
         key = ("trt_engine", str(model), precision, batch, dla_core,
                tuple(sorted((k, repr(v)) for k, v in opts.items())))
-        engine = ctx.engines.get(key)
-        if engine is None or getattr(engine, "closed", False):
-            if not any(isinstance(k, tuple) and k[:1] == ("trt_engine",) for k in ctx.engines):
-                request.config.add_cleanup(lambda: _close_engines(ctx))
-            engine = open_engine(model, backend=ctx.backend, device=ctx.device, precision=precision,
-                                 batch=batch, dla_core=dla_core,
-                                 clock=ctx.clock if ctx.simulated else None, seed=ctx.seed, **opts)
-            ctx.engines[key] = engine
-        return engine
+        return ctx.engine(key, lambda: open_engine(
+            model, backend=ctx.backend, device=ctx.device, precision=precision, batch=batch,
+            dla_core=dla_core, clock=ctx.clock, seed=ctx.seed, **opts))
 
     return factory
 
 
-@pytest.fixture(autouse=True)
-def _jetson_benchmark_clock(request):
-    """``benchmark(engine.infer, batch)`` on a simulated engine times on the virtual clock."""
-    if "benchmark" in request.fixturenames:
-        from .engines import benchmark_timer
-
-        try:
-            benchmark_timer.install(request.getfixturevalue("benchmark"))
-        except pytest.FixtureLookupError:
-            pass  # pytest-benchmark disabled (-p no:benchmark) and nobody else defines it
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_benchmark_update_machine_info(config, machine_info):
-    ctx = config.stash.get(CONTEXT_KEY, None)
-    if ctx is not None:
-        from .engines import benchmark_timer
-
-        machine_info["jetson"] = benchmark_timer.machine_info(ctx)
-
-
-# ------------------------------------------------------------------------------------------------
-# process pools
-# ------------------------------------------------------------------------------------------------
-# (pool) section
 @pytest.fixture
 def process_pool(request):
     """Factory running N inference processes over one shared window; returns a PoolMeasurement
@@ -338,27 +359,28 @@ def process_pool(request):
     return pool
 
 
-# ------------------------------------------------------------------------------------------------
-# perf marker, gate, baselines and reports
-# ------------------------------------------------------------------------------------------------
-# (gate) section
-BOUNDS_KEY = pytest.StashKey()
-GATE_KEY = pytest.StashKey()
-GATE_ERROR_KEY = pytest.StashKey()
+@pytest.fixture(autouse=True)
+def _jetson_benchmark_clock(request):
+    """``benchmark(engine.infer, batch)`` on a simulated engine times on the virtual clock."""
+    if "benchmark" in request.fixturenames:
+        from .engines import benchmark_timer
+
+        try:
+            benchmark_timer.install(request.getfixturevalue("benchmark"))
+        except pytest.FixtureLookupError:
+            pass  # pytest-benchmark disabled (-p no:benchmark) and nobody else defines it
 
 
-def _gate(config):
-    """The session's GateSession (created on first use)."""
-    gate = config.stash.get(GATE_KEY, None)
-    if gate is None:
-        from .gate.session import GateSession
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config, machine_info):
+    ctx = config.stash.get(CONTEXT_KEY, None)
+    if ctx is not None:
+        from .engines import benchmark_timer
 
-        ctx = jetson_context(config)
-        gate = GateSession(ctx.settings, ctx.device, rootdir=str(config.rootpath))
-        config.stash[GATE_KEY] = gate
-    return gate
+        machine_info["jetson"] = benchmark_timer.machine_info(ctx)
 
 
+# -- perf marks ------------------------------------------------------------------------------------
 def _mark_owner(node):
     if isinstance(node, pytest.Class):
         return f"class {node.name}"
@@ -370,11 +392,11 @@ def _mark_owner(node):
 
 
 def _parse_perf_marks(item):
+    from .errors import BoundError
+
     marks = []
     for node, mark in item.iter_markers_with_node("perf"):
         if mark.args:
-            from .errors import BoundError
-
             raise BoundError(
                 f"perf mark on {_mark_owner(node)}: bounds are keyword arguments, e.g. "
                 f"@pytest.mark.perf(throughput='>= 900/s'); got positional {mark.args!r}"
@@ -382,7 +404,7 @@ def _parse_perf_marks(item):
         marks.append((_mark_owner(node), dict(mark.kwargs)))
     if not marks:
         return []
-    from .gate.bounds import parse_marks  # only suites with perf marks pay for numpy here
+    from .gate.bounds import parse_marks
 
     return parse_marks(marks)
 
@@ -414,124 +436,162 @@ def pytest_make_collect_report(collector):
         rep.result = []
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """After the test body: check the perf bounds on what the test recorded; a failing bound fails
-    the test with the gate's message; perf bounds with nothing recorded error at teardown."""
-    outcome = yield
-    rep = outcome.get_result()
-    if call.when == "teardown":
-        message = item.stash.get(GATE_ERROR_KEY, None)
-        if message and rep.passed:
-            rep.outcome = "failed"
-            rep.longrepr = message
-        return
-    if call.when != "call":
-        return
-    bounds = item.stash.get(BOUNDS_KEY, [])
-    recorder = item.stash.get(RECORDER_KEY, None)
-    measurements = list(recorder.measurements) if recorder is not None else []
-    if not bounds and not measurements:
-        return
-    from .report.junit import properties
+# -- the session: gate, results, files -------------------------------------------------------------
+class PerfSession:
+    """The gate of this pytest session. It decides each test's bounds right after its body (on an
+    xdist worker, where the test ran), collects every result (on the controller too, from the
+    workers' reports), and at session finish writes the baselines and reports, once."""
 
-    gate = _gate(item.config)
-    result = gate.evaluate(item.nodeid, bounds, measurements, body_passed=rep.passed,
-                           test_name=item.name)
-    rep.jetson = result.to_dict()
-    for name, value in properties(result):
-        item.user_properties.append((name, value))
-    if not rep.passed:
-        return
-    if result.error:
-        item.stash[GATE_ERROR_KEY] = result.error
-        return
-    inconclusive = gate.settings.inconclusive
-    if result.failing(inconclusive):
-        rep.outcome = "failed"
-        rep.longrepr = result.failure_text(inconclusive)
-    for v in result.verdicts:
-        if v.outcome == "inconclusive" and inconclusive == "pass":
-            item.warn(pytest.PytestWarning(f"perf bound inconclusive: {v.message}"))
-    for note in result.notes:
-        item.warn(pytest.PytestWarning(note))
-
-
-class _GateReporter:
-    """Collects the gate's results from every test report (on the xdist controller too, where the
-    reports arrive from the workers) and prints and writes the reports at the end."""
-
-    def __init__(self, config):
+    def __init__(self, config, ctx, undo=None):
         self.config = config
+        self.ctx = ctx
+        self._undo = undo
+        self._gate = None
+        self.results = []
+        self.ran = []
+        self.deselected = 0
+        self.lines = []
+        self.errors = []
+
+    @property
+    def worker(self):
+        return hasattr(self.config, "workerinput")
+
+    def gate(self):
+        """The GateSession, made on first use: a run without perf tests never loads the gate."""
+        if self._gate is None:
+            from .gate.compare import COMPARED_KEYS
+            from .gate.session import GateSession
+
+            ctx = self.ctx
+            self._gate = GateSession(ctx.settings, ctx.fingerprint(), ctx.device.id,
+                                     rootdir=str(self.config.rootpath),
+                                     compared_keys=COMPARED_KEYS + tuple(ctx.extra_fingerprint))
+        return self._gate
+
+    def close(self):
+        try:
+            self.ctx.close()
+        finally:
+            if self._undo is not None:
+                self._undo()
+
+    # -- per test --------------------------------------------------------------------------------
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """After the test body: check the perf bounds on what the test recorded. A failing bound
+        fails the test with its verdicts as the report (no traceback); perf bounds with nothing
+        recorded error at teardown."""
+        outcome = yield
+        rep = outcome.get_result()
+        if call.when == "teardown":
+            message = item.stash.get(ERROR_KEY, None)
+            if message and rep.passed:
+                rep.outcome = "failed"
+                rep.longrepr = message
+            return
+        if call.when != "call":
+            return
+        bounds = item.stash.get(BOUNDS_KEY, [])
+        recorder = item.stash.get(RECORDER_KEY, None)
+        measurements = list(recorder.measurements) if recorder is not None else []
+        if not bounds and not measurements:
+            return
+        from .report import render
+        from .report.junit import properties
+
+        result = self.gate().evaluate(item.nodeid, bounds, measurements, body_passed=rep.passed,
+                                      test_name=item.name)
+        rep.jetson = result.to_dict()
+        for name, value in properties(result):
+            item.user_properties.append((name, value))
+        if not rep.passed:
+            return
+        if result.error:
+            item.stash[ERROR_KEY] = result.error
+            return
+        policy = self.ctx.settings.inconclusive
+        if result.failing(policy):
+            rep.outcome = "failed"
+            rep.longrepr = render.failure_section(result, policy)
+        for v in result.verdicts:
+            if v.outcome == "inconclusive" and policy == "pass":
+                item.warn(pytest.PytestWarning(render.warning(v)))
+        for note in result.notes:
+            item.warn(pytest.PytestWarning(note))
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            gate = _gate(self.config)
-            gate.ran.append(report.nodeid)
+            self.ran.append(report.nodeid)
             data = getattr(report, "jetson", None)
             if data is not None:
                 from .gate.session import TestResult
 
-                gate.add(TestResult.from_dict(data))
+                self.results.append(TestResult.from_dict(data))
 
     def pytest_deselected(self, items):
-        if items:
-            _gate(self.config).deselected += len(items)
+        self.deselected += len(items)
+
+    # -- the end ---------------------------------------------------------------------------------
+    def _touches_baselines(self):
+        """Whether the session must look at the baselines at all: it recorded perf results, was
+        asked to record or prune, or ran a module that has a baseline file."""
+        s = self.ctx.settings
+        if self.results or s.update_baselines or s.prune_baselines:
+            return True
+        from pathlib import Path
+
+        root = Path(s.baselines)
+        if not root.is_absolute():
+            root = self.config.rootpath / root
+        directory = root / self.ctx.device.id
+        if not directory.is_dir():
+            return False
+        from .gate.keys import baseline_path
+
+        return any(baseline_path(directory, n).exists() for n in set(self.ran))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.worker:
+            return
+        s = self.ctx.settings
+        if self._touches_baselines():
+            from .gate.session import partial_selection
+            from .report import render
+
+            gate = self.gate()
+            gate.results = self.results
+            config = self.config
+            partial = partial_selection(
+                config.args, keyword=config.getoption("keyword", "") or "",
+                markexpr=config.getoption("markexpr", "") or "",
+                last_failed=bool(config.getoption("lf", False)), deselected=self.deselected)
+            failed = int(exitstatus) in (2, 3, 4)
+            summary = gate.finish(self.ran, partial_selection=partial, failed_session=failed)
+            self.lines += render.baseline_summary(summary)
+        if s.report_json or s.report_md or s.plots:
+            from .report.files import write_reports
+
+            written, errors = write_reports(self.results, s, self.ctx.fingerprint())
+            self.lines += [f"pytest-jetson: wrote {p}" for p in written]
+            self.errors += [f"pytest-jetson: {e}" for e in errors]
+        if self.config.pluginmanager.get_plugin("terminalreporter") is None:
+            for line in self.errors:
+                sys.stderr.write(line + "\n")
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
-        _gate_terminal_summary(terminalreporter, exitstatus, config)
+        if self.worker:
+            return
+        tr = terminalreporter
+        table = []
+        if self.results:
+            from .report import terminal
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
-    config = session.config
-    if CONTEXT_KEY in config.stash and not config.pluginmanager.has_plugin("jetson-gate-reporter"):
-        config.pluginmanager.register(_GateReporter(config), "jetson-gate-reporter")
-
-
-def _gate_terminal_summary(terminalreporter, exitstatus, config):
-    if hasattr(config, "workerinput") or CONTEXT_KEY not in config.stash:
-        return
-    from .gate.session import partial_selection
-    from .report import terminal
-
-    gate = _gate(config)
-    tr = terminalreporter
-    partial = partial_selection(
-        config.args, keyword=config.getoption("keyword", "") or "",
-        markexpr=config.getoption("markexpr", "") or "",
-        last_failed=bool(config.getoption("lf", False)), deselected=gate.deselected,
-    )
-    unused = {} if exitstatus in (2, 3, 4) else gate.unused(partial_selection=partial)
-    pruned = 0
-    if unused and gate.settings.prune_baselines:
-        pruned = gate.store.prune(unused)
-    lines = terminal.summary(gate.results, gate.device.fingerprint())
-    lines += gate.summary_lines(unused, pruned=pruned, partial_selection=partial)
-    if lines:
-        tr.write_sep("-", "pytest-jetson perf gate")
-        for line in lines:
-            tr.write_line(line)
-    s = gate.settings
-    written = []
-    try:
-        if s.report_json:
-            from .report import jsonreport
-
-            jsonreport.write(s.report_json, jsonreport.build(gate.results, gate.settings, gate.device))
-            written.append(s.report_json)
-        step_summary = s.report_md == os.environ.get("GITHUB_STEP_SUMMARY")
-        if s.report_md and (gate.results or not step_summary):
-            from .report import markdown
-
-            markdown.write(s.report_md, markdown.render(gate.results, gate.device.fingerprint()),
-                           append=step_summary)
-            written.append(s.report_md)
-        if s.plots:
-            from .report import plots
-
-            written += [str(p) for p in plots.write_plots(gate.results, s.plots)]
-    except JetsonError as exc:
-        tr.write_line(f"pytest-jetson: {exc}", red=True)
-    for path in written:
-        tr.write_line(f"pytest-jetson: wrote {path}")
+            table = terminal.summary(self.results, self.ctx.fingerprint())
+        if table or self.lines:
+            tr.write_sep("-", "pytest-jetson perf gate")
+            for line in table + self.lines:
+                tr.write_line(line)
+        for line in self.errors:
+            tr.write_line(line, red=True)

@@ -10,8 +10,6 @@ from typing import Optional
 from .errors import ConfigError
 from .units import parse_duration
 
-BACKENDS = ("tensorrt", "onnxruntime", "simulated")
-TELEMETRY_SOURCES = ("auto", "jtop", "tegrastats", "sysfs", "nvml", "host", "simulated", "none")
 UPDATE_MODES = ("all", "new")
 MISSING_BASELINE = ("skip", "fail")
 INCONCLUSIVE = ("pass", "fail")
@@ -39,8 +37,14 @@ class Settings:
     telemetry_interval: float = 0.1
 
     def __post_init__(self) -> None:
-        _choice("--jetson-backend", self.backend, BACKENDS, allow_none=True)
-        _choice("--jetson-telemetry", self.telemetry, TELEMETRY_SOURCES)
+        # Backends and sources come from their registries, which plugins extend at start-up.
+        if self.backend is not None:
+            from .engines.registry import BACKENDS
+
+            BACKENDS.get(self.backend)
+        from .telemetry.select import check_name
+
+        check_name(self.telemetry)
         _choice("--jetson-update-baselines", self.update_baselines, UPDATE_MODES, allow_none=True)
         _choice("--jetson-missing-baseline", self.missing_baseline, MISSING_BASELINE)
         _choice("--jetson-inconclusive", self.inconclusive, INCONCLUSIVE)

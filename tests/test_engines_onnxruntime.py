@@ -93,7 +93,7 @@ def test_reduced_precision_is_a_label_on_the_cpu(onnx_file):
 
 
 def test_bad_backend_precision_and_dla_are_clear_errors(onnx_file):
-    with pytest.raises(ConfigError, match="backend 'cuda'"):
+    with pytest.raises(ConfigError, match="'cuda' is not a known engine backend"):
         open_engine(onnx_file, backend="cuda", device=None)
     with pytest.raises(EngineError, match="precision 'fp8'"):
         _open(onnx_file, precision="fp8")

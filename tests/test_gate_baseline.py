@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pytest_jetson.errors import BaselineError
-from pytest_jetson.gate import baseline
+from pytest_jetson.gate import baseline, keys
 from pytest_jetson.run.measurement import Measurement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,8 +155,9 @@ def test_unused_entries_and_prune(store):
 def test_entry_keys_for_several_measurements():
     ms = [measurement(), measurement(), measurement()]
     ms[2].name = "other"
-    assert baseline.entry_keys(NODE, ms[:1]) == [NODE]
-    assert baseline.entry_keys(NODE, ms) == [f"{NODE}|m#0", f"{NODE}|m#1", f"{NODE}|other"]
+    names = [m.name for m in ms]
+    assert keys.entry_keys(NODE, names[:1]) == [NODE]
+    assert keys.entry_keys(NODE, names) == [f"{NODE}|m#0", f"{NODE}|m#1", f"{NODE}|other"]
 
 
 def test_tests_outside_the_rootdir_stay_inside_the_store(store):

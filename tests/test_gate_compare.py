@@ -8,6 +8,7 @@ import pytest
 from pytest_jetson.gate import bounds, compare
 from pytest_jetson.gate.baseline import entry_ref, fingerprint, make_entry
 from pytest_jetson.gate.stats import compact, metric_stats, norm_ppf, quantile_of, t_ppf
+from pytest_jetson.report.render import message
 from pytest_jetson.run.measurement import Measurement
 
 FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True, "jetpack": None,
@@ -50,24 +51,28 @@ def test_absolute_bound_pass_and_fail_with_interval():
     m = measurement()
     ok = check(">= 500/s", m)
     bad = check(">= 900/s", m)
-    assert ok.outcome == "pass" and bad.outcome == "fail"
-    assert bad.message.startswith("perf bound failed: throughput ")
-    assert "99% CI" in bad.message and ">= 900.0/s" in bad.message
+    assert (ok.outcome, ok.reason) == ("pass", "bound_met")
+    assert (bad.outcome, bad.reason) == ("fail", "bound_violated")
+    assert bad.comparator == ">=" and bad.threshold == 900.0
     assert bad.ci[0] < bad.value < bad.ci[1]
+    text = message(bad)
+    assert text.startswith("throughput ") and "99% CI" in text and "violates the bound >= 900.0/s" in text
 
 
 def test_a_clear_regression_fails_with_baseline_change_and_significance():
     v = check("5%", measurement(1.12, seed=2), measurement(seed=1))
-    assert v.outcome == "fail"
+    assert (v.outcome, v.reason, v.basis) == ("fail", "regression", "statistics")
     assert v.change == pytest.approx(1 / 1.12 - 1, abs=0.02)
-    msg = v.message
-    assert "below the baseline" in msg and "tolerance 5%" in msg and "significant (p=" in msg
+    assert v.worse == pytest.approx(1 - 1 / 1.12, abs=0.02) and v.worse_ci[0] > 0.05
+    assert v.p_value < 1e-6 and v.tolerance == 0.05
+    msg = message(v)
+    assert "% worse than the baseline" in msg and "tolerance 5%" in msg and "p=" in msg
     assert "baseline: baselines/x.json recorded" in msg and "orin-nano-8gb, 15W" in msg
 
 
 def test_same_distribution_passes():
     v = check("5%", measurement(seed=2), measurement(seed=1), metric="latency_p99")
-    assert v.outcome == "pass", v.message
+    assert v.outcome == "pass", message(v)
 
 
 def test_small_significant_change_inside_tolerance_passes():
@@ -79,20 +84,22 @@ def test_small_significant_change_inside_tolerance_passes():
 def test_too_noisy_to_decide_is_inconclusive():
     v = check("5%", measurement(1.06, n=30, sigma=0.5, seed=2), measurement(n=30, sigma=0.5, seed=1),
               metric="latency_mean")
-    assert v.outcome == "inconclusive"
-    assert "measure longer" in v.message
+    assert (v.outcome, v.reason) == ("inconclusive", "inconclusive")
+    assert v.worse_ci[0] <= 0 < 0.05 < v.worse_ci[1]
+    assert "measure longer" in message(v)
 
 
 def test_improvement_passes_and_says_better():
     v = check("5%", measurement(0.8, seed=2), measurement(seed=1))
-    assert v.outcome == "pass" and "(better;" in v.message
+    assert (v.outcome, v.reason) == ("pass", "improvement") and v.worse < 0
+    assert "% better than the baseline" in message(v)
 
 
 def test_missing_baseline_skips_or_fails():
     m = measurement()
     skip = check("5%", m)
-    assert skip.outcome == "skip"
-    assert "no baseline for orin-nano-8gb; record with --jetson-update-baselines" in skip.message
+    assert (skip.outcome, skip.reason) == ("skip", "no_baseline")
+    assert "no baseline for orin-nano-8gb; record with --jetson-update-baselines" in message(skip)
     assert check("5%", m, missing_baseline="fail").outcome == "fail"
 
 
@@ -101,19 +108,20 @@ def test_environment_mismatch_is_not_compared_unless_allowed():
     ref = ref_of(measurement(seed=1), dict(FP, power_mode="7W"))
     b = bounds.parse("throughput", "5%")
     v = compare.check(b, m, ref, fingerprint=fingerprint(m, FP))
-    assert v.outcome == "skip"
-    assert "power_mode: 7W (baseline) vs 15W (now)" in v.message
-    assert "--jetson-allow-env-mismatch" in v.message
+    assert (v.outcome, v.reason) == ("skip", "env_mismatch")
+    assert v.env_diffs == [["power_mode", "7W", "15W"]]
+    assert "power_mode: 7W (baseline) vs 15W (now)" in message(v)
+    assert "--jetson-allow-env-mismatch" in message(v)
     forced = compare.check(b, m, ref, fingerprint=fingerprint(m, FP), allow_env_mismatch=True)
-    assert forced.outcome == "fail" and "despite environment differences" in forced.message
+    assert (forced.outcome, forced.reason, forced.env_ignored) == ("fail", "regression", True)
+    assert "despite environment differences" in message(forced)
 
 
 def test_precision_and_simulated_are_part_of_the_fingerprint():
     fp_now = fingerprint(measurement(), FP)
     base = dict(fp_now, precision="fp16", simulated=False)
     diffs = compare.env_differences(fp_now, base)
-    assert any(d.startswith("precision: fp16 (baseline) vs int8 (now)") for d in diffs)
-    assert any("simulated: real (baseline) vs simulated (now)" in d for d in diffs)
+    assert ["precision", "fp16", "int8"] in diffs and ["simulated", False, True] in diffs
 
 
 def test_metric_nothing_measured_errors_naming_sources_tried():
@@ -126,16 +134,17 @@ def test_metric_nothing_measured_errors_naming_sources_tried():
             return f"no {metric}: " + "; ".join(f"tried {a}: {b}" for a, b in self.tried)
 
     v = check("<= 10 W", measurement(telemetry=Tele()), metric="power")
-    assert v.outcome == "error"
-    assert "tried jtop: jetson-stats is not installed" in v.message
+    assert (v.outcome, v.reason) == ("error", "cannot_check")
+    assert "tried jtop: jetson-stats is not installed" in message(v)
     none = check("<= 10 W", measurement(), metric="power")
-    assert none.outcome == "error" and "no telemetry ran" in none.message
+    assert none.outcome == "error" and "no telemetry ran" in message(none)
 
 
 def test_metrics_without_samples_are_decided_on_values():
     m_old, m_new = measurement(engine_memory=100 * 2 ** 20), measurement(engine_memory=120 * 2 ** 20)
     v = check("10%", m_new, m_old, metric="memory")
-    assert v.outcome == "fail" and "decided on the values" in v.message
+    assert (v.outcome, v.reason, v.basis) == ("fail", "regression", "values")
+    assert "decided on the values" in message(v)
 
 
 def test_verdict_round_trips_through_dict():

@@ -187,7 +187,7 @@ def test_throughput_is_items_over_clock_time(lat, batch, iterations):
 
 # -- the recorder ---------------------------------------------------------------------------------
 def _context(**settings_kw):
-    return Context(settings=Settings(telemetry="none", **settings_kw), device=simulated("orin-nano"))
+    return Context.create(Settings(telemetry="none", **settings_kw), simulated("orin-nano"))
 
 
 def test_recorder_measures_records_and_fingerprints():
@@ -241,7 +241,7 @@ def test_recorder_passes_a_sampler_through():
 def test_recorder_attaches_simulated_telemetry_by_default():
     from pytest_jetson.engines import open_engine
 
-    ctx = Context(settings=Settings(), device=simulated("orin-nano"))  # telemetry: auto
+    ctx = Context.create(Settings(), simulated("orin-nano"))  # telemetry: auto
     engine = open_engine("resnet50", backend="simulated", device=ctx.device, clock=ctx.clock,
                          precision="int8", batch=8)
     m = Recorder(ctx).measure(engine, duration="5s", warmup="0.5s")

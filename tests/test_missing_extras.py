@@ -26,14 +26,15 @@ def run_without(pytester, names, *args):
 
 def test_onnxruntime_backend_without_onnxruntime(pytester):
     result = run_without(pytester, ["onnxruntime"], "--jetson-backend", "onnxruntime")
-    result.assert_outcomes(failed=1)
-    assert "the onnxruntime backend needs onnxruntime: pip install 'pytest-jetson[onnxruntime]'" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # at start-up, not once per test
+    assert ("--jetson-backend onnxruntime: the onnxruntime backend needs onnxruntime: pip install "
+            "'pytest-jetson[onnxruntime]'") in result.stderr.str()
 
 
 def test_tensorrt_backend_without_tensorrt_says_how_to_install_on_jetpack(pytester):
     result = run_without(pytester, ["tensorrt", "pycuda"], "--jetson-backend", "tensorrt")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*the tensorrt backend needs TensorRT's Python bindings*sudo apt install python3-libnvinfer*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the tensorrt backend needs TensorRT's Python bindings*sudo apt install python3-libnvinfer*"])
 
 
 def test_plots_option_without_matplotlib(pytester, tmp_path):
@@ -65,6 +66,6 @@ def test_named_telemetry_source_without_its_package(pytester, source, extra):
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--jetson-telemetry", source,
                                            "--jetson-backend", "onnxruntime")
-    result.assert_outcomes(failed=1)
-    assert f"telemetry source {source} is not available here" in result.stdout.str()
-    assert f"pip install 'pytest-jetson[{extra}]'" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"telemetry source {source} is not available here" in result.stderr.str()
+    assert f"pip install 'pytest-jetson[{extra}]'" in result.stderr.str()

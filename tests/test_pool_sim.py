@@ -18,7 +18,7 @@ from pytest_jetson.sim import predict
 
 
 def _ctx(**settings):
-    return Context(settings=Settings(**settings), device=simulated("orin-nano"))
+    return Context.create(Settings(**settings), simulated("orin-nano"))
 
 
 def test_shape_of_a_simulated_pool():

@@ -20,9 +20,13 @@ def result(nodeid, outcome, change=None, series=False):
         d["extra"] = {"telemetry_series": {"clock": "virtual", "t": t, "board_power_w": [7.0 + 0.01 * i for i in range(30)],
                                            "gpu_util": [90.0] * 30, "gpu_clock_mhz": [None] * 30,
                                            "temps_c": {"gpu": [50.0 + 0.1 * i for i in range(30)]}}}
-    v = Verdict(metric="throughput", outcome=outcome, bound="5%", kind="relative", value=800.0,
-                ci=(790.0, 810.0), baseline=None if change is None else 800.0 / (1 + change), change=change,
-                message=f"{outcome}: throughput details\n  baseline: x", measurement="m", test=nodeid)
+    reason = {"pass": "within_tolerance", "fail": "regression", "skip": "no_baseline"}[outcome]
+    v = Verdict(metric="throughput", outcome=outcome, reason=reason, bound="5%", kind="relative",
+                tolerance=0.05, value=800.0, ci=(790.0, 810.0), confidence=0.99,
+                baseline=None if change is None else 800.0 / (1 + change), change=change,
+                worse=None if change is None else -change, basis="values",
+                detail="no baseline for orin-nano-8gb" if outcome == "skip" else "",
+                measurement=nodeid, test=nodeid)
     return TestResult(nodeid=nodeid, keys=[nodeid], measurements=[d], verdicts=[v], fingerprint=FP)
 
 
@@ -33,10 +37,11 @@ def test_terminal_table_puts_regressions_first():
     assert lines[0] == "device orin-nano-8gb (simulated), power mode 15W"
     assert lines[1].split() == ["test", "metric", "value", "baseline", "change", "bound", "verdict"]
     body = lines[3:6]
-    assert "test_slow" in body[0] and "FAIL" in body[0] and "-12.0%" in body[0]
+    assert "test_slow" in body[0] and "FAIL" in body[0] and "12.0% worse" in body[0]
     assert "test_new" in body[1] and "skip" in body[1]
-    assert "test_ok" in body[2] and "+1.0%" in body[2]
-    assert any(line.startswith("skip t.py::test_new: throughput 5%: throughput details") for line in lines)
+    assert "test_ok" in body[2] and "1.0% better" in body[2]
+    assert ("skip t.py::test_new: throughput 5%: no baseline for orin-nano-8gb; record with "
+            "--jetson-update-baselines") in lines
 
 
 def test_markdown_regressions_first_with_reasons():
@@ -44,8 +49,9 @@ def test_markdown_regressions_first_with_reasons():
     assert md.startswith("## pytest-jetson perf gate")
     assert "❌ regressions found: 1 fail, 1 pass" in md
     rows = [line for line in md.splitlines() if line.startswith("| `")]
-    assert "test_slow" in rows[0] and "-20.0%" in rows[0]
-    assert "<details><summary>why</summary>" in md and "fail: throughput details" in md
+    assert "test_slow" in rows[0] and "20.0% worse" in rows[0]
+    assert "<details><summary>why</summary>" in md
+    assert "throughput 800.0/s (99% CI 790.0/s..810.0/s) is 20.0% worse than the baseline 1000.0/s" in md
 
 
 def test_markdown_write_appends_for_step_summary(tmp_path):
@@ -61,7 +67,7 @@ def test_junit_properties_hold_metrics_and_verdicts():
     props = dict(junit.properties(result("t.py::test_a", "fail", -0.1)))
     assert float(props["jetson.throughput"]) == pytest.approx(2400 / sum(
         np.random.default_rng(0).lognormal(-4.6, 0.05, 300)), rel=1e-5)
-    assert props["jetson.throughput.verdict"] == "fail (5%)"
+    assert props["jetson.throughput.verdict"] == "fail regression (5%)"
     assert "jetson.power" not in props
 
 

@@ -41,7 +41,7 @@ def test_auto_on_a_plain_host_is_host_and_every_skip_is_explained(no_jetson):
 def test_a_named_source_that_is_missing_raises_with_the_fix(no_jetson):
     with pytest.raises(TelemetryError, match=r"jtop is not available here: jetson-stats not installed"):
         open_source("jtop")
-    with pytest.raises(ConfigError, match="unknown"):
+    with pytest.raises(ConfigError, match="not a known telemetry source"):
         open_source("perfmon")
     assert open_source("none")[0].name == "none"
 

@@ -105,16 +105,16 @@ def test_factory_on_a_simulated_device_records_mode_and_energy_per_item():
     assert s.gpu_clock_max_mode_mhz == 625.0
 
 
-def test_session_factory_is_shared_so_the_board_stays_warm():
-    from pytest_jetson.telemetry import session_factory
+def test_the_sessions_factory_is_one_so_the_board_stays_warm():
+    from pytest_jetson.context import Context
+    from pytest_jetson.settings import Settings
 
-    device = simulated_device("orin-nano")
-    clock = SimClock()
-    first = session_factory(device, clock, seed=3)
-    assert session_factory(device, clock, seed=3) is first
-    assert session_factory(device, SimClock(), seed=3) is not first
+    ctx = Context.create(Settings(seed=3), simulated_device("orin-nano"))
+    first = ctx.telemetry
+    assert ctx.telemetry is first
+    assert Context.create(Settings(seed=3), simulated_device("orin-nano")).telemetry is not first
     with first.sample(workload=workload()) as a:
-        clock.advance(120.0)
-    with session_factory(device, clock, seed=3).sample(workload=workload()) as b:
-        clock.advance(1.0)
+        ctx.clock.advance(120.0)
+    with ctx.telemetry.sample(workload=workload()) as b:
+        ctx.clock.advance(1.0)
     assert b.series.temps_c["gpu"][0] > a.series.temps_c["gpu"][0] + 10

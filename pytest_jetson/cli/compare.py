@@ -13,7 +13,9 @@ from typing import Dict, List, Optional, Sequence
 from ..errors import BaselineError, BoundError
 from ..gate.bounds import parse
 from ..gate.reports import compare_reports, measurements_by_key
+from ..gate.verdict import rank
 from ..metrics import format_value
+from ..report import render
 
 
 def _print(lines: Sequence[str], out=None) -> None:
@@ -68,11 +70,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
     verdicts = compare_reports(old, new, tolerance=tol, confidence=args.confidence,
                                metrics=args.metrics, allow_env_mismatch=args.allow_env_mismatch)
-    order = {"error": 0, "fail": 1, "inconclusive": 2, "skip": 3, "pass": 4}
-    verdicts.sort(key=lambda v: order.get(v.outcome, 5))
+    verdicts.sort(key=lambda v: rank(v.outcome))
     rows = [[v.measurement, v.metric, format_value(v.metric, v.baseline), format_value(v.metric, v.value),
-             "-" if v.change is None else f"{v.change * 100:+.1f}%", v.bound,
-             v.outcome.upper() if v.outcome in ("fail", "error") else v.outcome] for v in verdicts]
+             render.change_text(v.worse), v.bound, render.label(v.outcome)] for v in verdicts]
     lines = [f"pytest-jetson compare: {args.old} -> {args.new}"]
     if rows:
         lines += table(("test", "metric", "old", "new", "change", "tolerance", "verdict"), rows)
@@ -87,15 +87,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         lines.append("")
         skipped: Dict[tuple, List[str]] = {}
         for v in shown:
-            first = v.message.splitlines()[0]
-            if v.outcome == "skip" and ": " in first:
+            if v.outcome == "skip":
                 # one line per test and reason, not one per metric
-                skipped.setdefault((v.measurement, first.split(": ", 1)[1]), []).append(v.metric)
+                skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
                 continue
-            lines.append(f"{v.outcome} {v.measurement}: {first}")
+            lines.append(f"{v.outcome} {v.measurement}: {render.headline(v)}")
         for (key, why), names in skipped.items():
-            why = why.replace("Re-record with --jetson-update-baselines, or compare anyway with "
-                              "--jetson-allow-env-mismatch", "Compare anyway with --allow-env-mismatch")
             lines.append(f"skip {key} ({', '.join(names)}): {why}")
     bad = [v for v in verdicts if v.outcome in ("fail", "error")
            or (args.inconclusive == "fail" and v.outcome == "inconclusive")]

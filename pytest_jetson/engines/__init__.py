@@ -1,47 +1,59 @@
-"""Engines: one small protocol (``base.Engine``) and one module per backend.
+"""Engines: one small protocol (``base.Engine``), one module per backend, and the table of
+backends (``registry.BACKENDS``) that dispatch reads.
 
 ``open_engine`` is the one entry point; it imports a backend's module (and its optional
-dependency) only when that backend is asked for, so importing this package stays cheap.
+dependency) only when that backend is asked for. Names are imported on first use, so importing
+this package (the plugin does, for the backend table) loads neither numpy nor any backend.
 """
 
 from typing import Any, Optional
 
-from ..errors import ConfigError
-from .base import BACKENDS, Engine, TensorSpec
+__all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "open_engine"]
 
-__all__ = ["BACKENDS", "Engine", "TensorSpec", "open_engine"]
+#: Options an opener may be given beside precision, batch and dla_core; each backend uses those it
+#: knows (a simulated engine has no workspace) and ignores the rest, so one test runs on any.
+OPTIONS = frozenset({"resolution", "processes", "threads", "workspace", "cache_dir"})
+
+_WHERE = {"Engine": "base", "TensorSpec": "base", "BACKENDS": "registry", "Backend": "registry"}
 
 
 def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16", batch: int = 1,
-                dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
-                resolution: Any = None, workspace: Any = None, cache_dir: Any = None,
-                processes: int = 1, threads: Optional[int] = None) -> Engine:
-    """Build (or load from cache) an engine for ``model`` (a zoo name or an ONNX path).
+                dla_core: Optional[int] = None, clock: Any = None, seed: int = 0, **options: Any) -> Any:
+    """Build (or load from cache) an engine for ``model`` (a zoo name or an ONNX path) with the
+    backend called ``backend`` (a row of ``registry.BACKENDS``).
 
-    ``processes`` only matters for simulated engines: the prediction is the contended one for one
-    of that many processes sharing the device. ``threads`` only for onnxruntime: its intra-op
-    threads (pool workers use 1, so N workers compete for cores as N processes would).
+    ``options`` go to the backend's opener: ``resolution`` (all), ``processes`` (simulated: the
+    contended prediction for one of that many processes), ``threads`` (onnxruntime intra-op
+    threads), ``workspace`` and ``cache_dir`` (tensorrt). An opener ignores what it does not use.
     """
-    if backend == "simulated":
-        from .simulated import SimulatedEngine
+    from ..errors import EngineError
+    from .registry import BACKENDS
 
-        return SimulatedEngine(model, device, precision=precision, batch=batch, dla_core=dla_core,
-                               clock=clock, seed=seed, resolution=resolution, processes=processes)
-    if backend == "onnxruntime":
-        from .onnxruntime import OnnxRuntimeEngine
+    spec = BACKENDS.get(backend)
+    unknown = sorted(set(options) - _accepted(spec.open))
+    if unknown:
+        raise EngineError(f"{unknown[0]}={options[unknown[0]]!r} is not an engine option; the "
+                          f"options are precision, batch, dla_core, {', '.join(sorted(OPTIONS))}")
+    why = spec.available()
+    if why:
+        raise EngineError(why)
+    return spec.open(model, device=device, clock=clock, seed=seed, precision=precision, batch=batch,
+                     dla_core=dla_core, **options)
 
-        if dla_core is not None:
-            raise ConfigError(
-                f"{model!r}: dla_core={dla_core} needs the tensorrt backend on a board with DLA; "
-                "drop dla_core or use --jetson-backend tensorrt"
-            )
-        return OnnxRuntimeEngine(model, precision=precision, batch=batch, seed=seed,
-                                 resolution=resolution, threads=threads)
-    if backend == "tensorrt":
-        from .tensorrt import TensorRTEngine
 
-        return TensorRTEngine(model, precision=precision, batch=batch, dla_core=dla_core,
-                              seed=seed, resolution=resolution, workspace=workspace,
-                              cache_dir=cache_dir, device=device)
-    raise ConfigError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}; use --jetson-backend "
-                      "tensorrt, onnxruntime or simulated")
+def _accepted(opener: Any) -> "frozenset[str]":
+    import inspect
+
+    try:
+        params = inspect.signature(opener).parameters.values()
+    except (TypeError, ValueError):
+        return OPTIONS
+    return OPTIONS | {p.name for p in params if p.kind == p.KEYWORD_ONLY}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

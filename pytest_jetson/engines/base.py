@@ -17,7 +17,6 @@ import numpy as np
 from ..errors import EngineError, ModelError
 
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
-BACKENDS = ("tensorrt", "onnxruntime", "simulated")
 
 ModelRef = Union[str, "os.PathLike[str]"]
 

@@ -47,6 +47,7 @@ from .. import fileio
 from ..errors import BaselineError
 from ..metrics import METRICS
 from .compare import BaselineRef, env_differences
+from .keys import baseline_path
 from .stats import MetricStats, metric_stats
 
 SCHEMA = 1
@@ -88,19 +89,6 @@ def fingerprint(measurement: Any, device_fingerprint: Optional[Dict[str, Any]] =
     if batch is not None:
         fp["batch"] = int(batch)
     return fp
-
-
-def entry_keys(nodeid: str, measurements: List[Any]) -> List[str]:
-    """The baseline key of each measurement of one test: the node id when the test recorded one,
-    else ``<node id>|<name>`` (``<name>#<i>`` where names repeat)."""
-    if len(measurements) == 1:
-        return [nodeid]
-    names = [getattr(m, "name", "") or f"m{i}" for i, m in enumerate(measurements)]
-    keys = []
-    for i, name in enumerate(names):
-        sub = name if names.count(name) == 1 else f"{name}#{i}"
-        keys.append(f"{nodeid}|{sub}")
-    return keys
 
 
 def make_entry(measurement: Any, fp: Dict[str, Any], confidence: float = 0.99,
@@ -258,6 +246,12 @@ def _changed(old: Dict[str, Any], new: Dict[str, Any], confidence: float) -> boo
     return False
 
 
+def needs_write(old: Optional[Dict[str, Any]], new: Dict[str, Any], mode: str = "all",
+                confidence: float = 0.99) -> bool:
+    """Whether recording ``new`` over the stored ``old`` (None: no entry yet) writes it."""
+    return old is None or (mode == "all" and _changed(old, new, confidence))
+
+
 def update_file(path: Path, entries: Dict[str, Dict[str, Any]], mode: str = "all",
                 device: Optional[str] = None, confidence: float = 0.99,
                 remove: Iterable[str] = ()) -> Tuple[List[str], List[str]]:
@@ -270,8 +264,7 @@ def update_file(path: Path, entries: Dict[str, Dict[str, Any]], mode: str = "all
         stored = doc.setdefault("entries", {})
         written = []
         for key, entry in entries.items():
-            old = stored.get(key)
-            if old is None or (mode == "all" and _changed(old, entry, confidence)):
+            if needs_write(stored.get(key), entry, mode, confidence):
                 stored[key] = entry
                 written.append(key)
         removed = [k for k in remove if k in stored]
@@ -307,10 +300,7 @@ class BaselineStore:
         return self.root / self.device
 
     def path_for(self, nodeid: str) -> Path:
-        module = nodeid.split("::", 1)[0]
-        # a test outside the rootdir ("../x/test_y.py") must not write outside the baselines
-        parts = ["_up_" if p == ".." else p for p in module.split("/") if p not in ("", ".")]
-        return self.directory.joinpath(*parts[:-1], parts[-1] + ".json") if parts else self.directory / "_.json"
+        return baseline_path(self.directory, nodeid)
 
     def display(self, path: Path) -> str:
         try:

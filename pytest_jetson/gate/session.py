@@ -1,19 +1,27 @@
-"""One test session's gate: checks each test's bounds on what it recorded, updates baselines, and
-keeps the results the reports print. The plugin calls it; scripts can too (no pytest here).
+"""One test session's gate: checks each test's bounds on what it recorded, stages the baselines
+to record, and at the end of the session writes them, one read-merge-write per file. The plugin
+calls it; scripts can too (no pytest here).
 
 Several measurements in one test: every bound is checked against every measurement (a test
 usually records one; with several, each must satisfy the bounds), and each measurement has its own
-baseline entry (``gate.baseline.entry_keys``).
+baseline entry (``gate.keys.entry_keys``).
+
+Everything here is data: ``TestResult`` (the verdicts of one test, JSON-friendly so it travels from
+pytest-xdist workers to the controller) and ``BaselineSummary`` (what the end of the session wrote,
+found unused and pruned). ``report.render`` words both.
 """
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from ..errors import BaselineError
-from .baseline import BaselineStore, entry_keys, fingerprint, make_entry, read_file
+from . import verdict as _verdict
+from .baseline import BaselineStore, fingerprint, make_entry, needs_write, read_file, update_file
 from .bounds import Bound
-from .compare import Verdict, check
+from .compare import COMPARED_KEYS, Verdict, cannot_check, check
+from .keys import entry_keys, key_test, module_of
 
 
 def nothing_recorded_message(test: str) -> str:
@@ -23,7 +31,7 @@ def nothing_recorded_message(test: str) -> str:
 
 @dataclass
 class TestResult:
-    """What the gate concluded about one test (JSON-friendly through ``to_dict``)."""
+    """What the gate concluded about one test."""
 
     __test__ = False  # not a pytest test class, despite the name
 
@@ -34,7 +42,8 @@ class TestResult:
     bounds: List[Dict[str, Any]] = field(default_factory=list)
     verdicts: List[Verdict] = field(default_factory=list)
     baseline_file: Optional[str] = None
-    baseline_written: List[str] = field(default_factory=list)
+    #: baseline entries this run records, by key; written at the end of the session
+    staged: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     error: Optional[str] = None
 
@@ -42,29 +51,10 @@ class TestResult:
     def outcome(self) -> str:
         if self.error:
             return "error"
-        outs = [v.outcome for v in self.verdicts]
-        for o in ("error", "fail", "inconclusive", "skip", "pass"):
-            if o in outs:
-                return o
-        return "none"
+        return _verdict.worst(v.outcome for v in self.verdicts) or "none"
 
     def failing(self, inconclusive: str = "pass") -> List[Verdict]:
-        bad = [v for v in self.verdicts if v.outcome in ("fail", "error")]
-        if inconclusive == "fail":
-            bad += [v for v in self.verdicts if v.outcome == "inconclusive"]
-        return bad
-
-    def failure_text(self, inconclusive: str = "pass") -> str:
-        bad = self.failing(inconclusive)
-        lines = [v.message if v.message.startswith("perf bound") or v.outcome != "inconclusive"
-                 else "perf bound inconclusive (--jetson-inconclusive=fail): " + v.message for v in bad]
-        others = [v for v in self.verdicts if v not in bad]
-        if others:
-            lines.append("other bounds: " + "; ".join(
-                f"{v.metric} {v.bound!r} {v.outcome}"
-                + (f" [{v.measurement.split('|')[-1]}]" if "|" in v.measurement else "")
-                for v in others))
-        return "\n".join(lines)
+        return [v for v in self.verdicts if _verdict.fails(v.outcome, inconclusive)]
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -76,7 +66,7 @@ class TestResult:
             "bounds": self.bounds,
             "verdicts": [v.to_dict() for v in self.verdicts],
             "baseline_file": self.baseline_file,
-            "baseline_written": self.baseline_written,
+            "staged": self.staged,
             "notes": self.notes,
             "error": self.error,
         }
@@ -88,39 +78,62 @@ class TestResult:
             keys=list(d.get("keys", [])), fingerprint=dict(d.get("fingerprint", {})),
             bounds=list(d.get("bounds", [])),
             verdicts=[Verdict.from_dict(v) for v in d.get("verdicts", [])],
-            baseline_file=d.get("baseline_file"), baseline_written=list(d.get("baseline_written", [])),
+            baseline_file=d.get("baseline_file"), staged=dict(d.get("staged") or {}),
             notes=list(d.get("notes", [])), error=d.get("error"),
         )
 
 
-class GateSession:
-    """The gate of one session: ``settings`` (pytest_jetson.settings.Settings), the device under
-    test, and the directory relative baseline paths start from."""
+@dataclass
+class BaselineSummary:
+    """What the end of a session did to the baselines. ``written``: (file, key) per entry;
+    ``unused``: file -> keys no selected test used; ``errors``: files that could not be written
+    (their entries are lost for this run, the files untouched)."""
 
-    def __init__(self, settings: Any, device: Any, rootdir: Any = ".") -> None:
+    update: Optional[str] = None
+    prune: bool = False
+    partial_selection: bool = False
+    written: List[List[str]] = field(default_factory=list)
+    unused: Dict[str, List[str]] = field(default_factory=dict)
+    pruned: int = 0
+    errors: List[str] = field(default_factory=list)
+
+
+class GateSession:
+    """The gate of one session: ``settings`` (``pytest_jetson.settings.Settings``), the device's
+    fingerprint (with what plugins add), the device id, and the project root that relative
+    baseline paths start from and reports show paths against."""
+
+    def __init__(self, settings: Any, device_fingerprint: Dict[str, Any], device_id: str,
+                 rootdir: Any = ".", compared_keys: Sequence[str] = COMPARED_KEYS) -> None:
         self.settings = settings
-        self.device = device
+        self.device_fingerprint = dict(device_fingerprint)
+        self.device_id = device_id
+        self.rootdir = Path(rootdir)
         root = Path(settings.baselines)
         if not root.is_absolute():
-            root = Path(rootdir) / root
-        self.store = BaselineStore(root, device.id)
-        self.rootdir = Path(rootdir)
+            root = self.rootdir / root
+        self.store = BaselineStore(root, device_id)
+        self.compared_keys = tuple(compared_keys)
         self.results: List[TestResult] = []
-        self.ran: List[str] = []
-        self.deselected = 0
 
-    @property
-    def device_fingerprint(self) -> Dict[str, Any]:
-        return self.device.fingerprint()
+    def display(self, path: Path) -> str:
+        """A path as reports show it: relative to the project root where it lies inside."""
+        try:
+            rel = os.path.relpath(path, self.rootdir)
+        except ValueError:  # another drive on Windows
+            return str(path)
+        return str(path) if rel.startswith("..") else Path(rel).as_posix()
 
+    # -- per test ------------------------------------------------------------------------------
     def evaluate(self, nodeid: str, bounds: Sequence[Bound], measurements: Sequence[Any],
                  body_passed: bool = True, test_name: str = "") -> TestResult:
-        """Check ``bounds`` on ``measurements`` and, when asked, record baselines."""
+        """Check ``bounds`` on ``measurements`` and, when recording, stage their baselines."""
         s = self.settings
         result = TestResult(nodeid=nodeid, bounds=[b.to_dict() for b in bounds])
-        result.baseline_file = self.store.display(self.store.path_for(nodeid))
+        path = self.store.path_for(nodeid)
+        result.baseline_file = self.display(path)
         measurements = list(measurements)
-        keys = entry_keys(nodeid, measurements) if measurements else []
+        keys = entry_keys(nodeid, [getattr(m, "name", "") or "" for m in measurements]) if measurements else []
         result.keys = keys
         result.measurements = [dict(m.to_dict(), key=k) for m, k in zip(measurements, keys)]
         if measurements:
@@ -130,76 +143,84 @@ class GateSession:
         if bounds and not measurements:
             result.error = nothing_recorded_message(test_name or nodeid)
             return result
-        relative = any(b.relative for b in bounds)
-        refs: Dict[str, Any] = {}
+        stored: Dict[str, Any] = {}
         load_error: Optional[str] = None
-        if relative or s.update_baselines:
-            for key in keys:
-                try:
-                    refs[key] = self.store.lookup(key, nodeid)
-                except BaselineError as exc:
-                    load_error = str(exc)
-                    break
+        if any(b.relative for b in bounds) or s.update_baselines:
+            try:
+                stored = self.store.load(path).get("entries", {})
+            except BaselineError as exc:
+                load_error = str(exc)
+                result.notes.append(load_error)
         for m, key in zip(measurements, keys):
             fp = fingerprint(m, self.device_fingerprint)
+            ref = self.store.lookup(key, nodeid) if key in stored else None
             for b in bounds:
                 if b.relative and load_error is not None:
-                    v = Verdict(metric=b.metric, outcome="error", bound=b.text, kind="relative",
-                                message=f"perf bound {b.metric} {b.text!r} cannot be checked: {load_error}")
+                    v = cannot_check(b, m, load_error)
                 else:
-                    v = check(b, m, refs.get(key), confidence=s.confidence,
-                              missing_baseline=s.missing_baseline, fingerprint=fp,
-                              allow_env_mismatch=s.allow_env_mismatch, device=self.device.id)
-                v.measurement = key if len(keys) > 1 else (getattr(m, "name", "") or "")
-                if len(keys) > 1:
-                    tag = f"[{key.split('|', 1)[-1]}] "
-                    lead = "perf bound failed: "
-                    v.message = (lead + tag + v.message[len(lead):] if v.message.startswith(lead)
-                                 else tag + v.message)
+                    v = check(b, m, ref, confidence=s.confidence, missing_baseline=s.missing_baseline,
+                              fingerprint=fp, allow_env_mismatch=s.allow_env_mismatch,
+                              device=self.device_id, compared_keys=self.compared_keys)
+                v.measurement = key
                 v.test = nodeid
                 result.verdicts.append(v)
-        if s.update_baselines and load_error is None:
-            entries = {key: make_entry(m, fingerprint(m, self.device_fingerprint), s.confidence)
-                       for m, key in zip(measurements, keys)}
-            try:
-                written = self.store.update(nodeid, entries, mode=s.update_baselines,
-                                            confidence=s.confidence)
-            except BaselineError as exc:
-                result.notes.append(str(exc))
-                written = []
-            result.baseline_written = written
-            for v in result.verdicts:
-                rekey = v.measurement if len(keys) > 1 else nodeid
-                if v.kind == "relative" and rekey in written and v.outcome in ("fail", "inconclusive", "skip"):
-                    v.message = f"baseline re-recorded (was {v.outcome}): {v.message}"
-                    v.outcome = "pass"
-        elif load_error is not None:
-            result.notes.append(load_error)
+            if s.update_baselines and load_error is None:
+                entry = make_entry(m, fp, s.confidence)
+                if needs_write(stored.get(key), entry, s.update_baselines, s.confidence):
+                    result.staged[key] = entry
+        for v in result.verdicts:
+            if v.kind == "relative" and v.measurement in result.staged and v.reason != "cannot_check":
+                v.previous, v.reason, v.outcome = v.reason, "recorded", "recorded"
         return result
 
     def add(self, result: TestResult) -> None:
         self.results.append(result)
 
-    # -- end of session -------------------------------------------------------------------------
-    def used_keys(self) -> List[str]:
-        keys = set()
+    # -- end of session ------------------------------------------------------------------------
+    def finish(self, ran: Iterable[str], partial_selection: bool = False,
+               failed_session: bool = False) -> BaselineSummary:
+        """Write the staged baselines (one read-merge-write per file, under its lock), then find
+        (and with --jetson-prune-baselines remove) the entries no test of this session used.
+        ``ran``: the node ids that ran; ``failed_session``: the session ended in a usage or
+        internal error (nothing is found unused then)."""
+        s = self.settings
+        out = BaselineSummary(update=s.update_baselines, prune=bool(s.prune_baselines),
+                              partial_selection=partial_selection)
+        by_file: Dict[Path, Dict[str, Dict[str, Any]]] = {}
         for r in self.results:
-            keys.update(r.keys)
-        return sorted(keys)
+            for key, entry in r.staged.items():
+                by_file.setdefault(self.store.path_for(r.nodeid), {})[key] = entry
+        for path, entries in sorted(by_file.items()):
+            try:
+                written, _ = update_file(path, entries, mode=s.update_baselines or "all",
+                                         device=self.device_id, confidence=s.confidence)
+            except (BaselineError, OSError) as exc:
+                out.errors.append(f"{self.display(path)}: {exc}")
+                continue
+            out.written += [[self.display(path), k] for k in written]
+        if failed_session or partial_selection:
+            return out
+        unused = self._unused(set(ran))
+        out.unused = {self.display(p): keys for p, keys in unused.items()}
+        if unused and s.prune_baselines:
+            for path, keys in unused.items():
+                try:
+                    _, removed = update_file(path, {}, remove=keys, device=self.device_id)
+                except (BaselineError, OSError) as exc:
+                    out.errors.append(f"{self.display(path)}: {exc}")
+                    continue
+                out.pruned += len(removed)
+        return out
 
-    def unused(self, partial_selection: bool = False) -> Dict[Path, List[str]]:
+    def _unused(self, ran: set) -> Dict[Path, List[str]]:
         """Baseline entries of the modules that ran which no test of this session used. Entries of
         tests that ran without recording (failed early, skipped) count as used."""
-        if partial_selection:
-            return {}
-        ran = set(self.ran)
-        modules = {n.split("::", 1)[0] for n in ran}
-        used = set(self.used_keys())
-        stale = self.store.unused(used, modules)
+        modules = {module_of(n) for n in ran}
+        used = {k for r in self.results for k in r.keys}
         recorded = {r.nodeid for r in self.results if r.keys}
-        out = {}
-        for path, keys in stale.items():
-            keep = [k for k in keys if not (k.split("|", 1)[0] in ran and k.split("|", 1)[0] not in recorded)]
+        out: Dict[Path, List[str]] = {}
+        for path, keys in self.store.unused(used, modules).items():
+            keep = [k for k in keys if not (key_test(k) in ran and key_test(k) not in recorded)]
             if keep:
                 out[path] = keep
         # Files of test modules that no longer exist are stale as a whole.
@@ -214,30 +235,6 @@ class GateSession:
             if entries:
                 out[path] = entries
         return out
-
-    def summary_lines(self, unused: Dict[Path, List[str]], pruned: int = 0,
-                      partial_selection: bool = False) -> List[str]:
-        lines = []
-        written = [(r.baseline_file, k) for r in self.results for k in r.baseline_written]
-        if written:
-            files = sorted({f for f, _ in written if f})
-            lines.append(f"baselines: wrote {len(written)} entr{'y' if len(written) == 1 else 'ies'} "
-                         f"to {', '.join(files)}")
-        elif self.settings.update_baselines:
-            lines.append("baselines: nothing to write (no entry new or changed beyond noise)")
-        n_unused = sum(len(v) for v in unused.values())
-        if n_unused:
-            if pruned:
-                lines.append(f"baselines: pruned {pruned} unused entr{'y' if pruned == 1 else 'ies'}")
-            else:
-                lines.append(f"baselines: {n_unused} unused entr{'y' if n_unused == 1 else 'ies'} "
-                             f"(no selected test used them; remove with --jetson-prune-baselines):")
-            for path, keys in unused.items():
-                for k in keys:
-                    lines.append(f"  {self.store.display(path)}: {k}")
-        elif self.settings.prune_baselines and partial_selection:
-            lines.append("baselines: not pruned: the run selected part of the suite (-k, -m, node ids or --lf)")
-        return lines
 
 
 def partial_selection(args: Iterable[str], keyword: str = "", markexpr: str = "",

@@ -12,20 +12,24 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
       "settings": {"confidence", "inconclusive", "missing_baseline", "allow_env_mismatch",
                    "update_baselines", "baselines", "backend", "seed", "duration", "telemetry"},
       "summary": {"tests": N, "pass": n, "fail": n, "error": n, "inconclusive": n, "skip": n,
-                  "none": n},                     # by each test's gate outcome
+                  "recorded": n, "none": n},      # by each test's gate outcome
       "tests": [
         {
           "nodeid": "tests/perf/test_x.py::test_a",
-          "outcome": "pass" | "fail" | "error" | "inconclusive" | "skip" | "none",
+          "outcome": "pass" | "fail" | "error" | "inconclusive" | "skip" | "recorded" | "none",
           "measurements": [<Measurement.to_dict()> + {"key": <baseline key>}],
                                                    # samples, telemetry summary, environment, summary
           "keys": [<baseline key per measurement>],
           "fingerprint": {<device fingerprint + backend, precision, batch, model>},
           "bounds": [{"metric", "text", "kind", "comparator", "value", "unit", "tolerance", "where"}],
-          "verdicts": [{"test", "measurement", "metric", "outcome", "bound", "kind", "value",
-                        "ci": [low, high] | null, "baseline", "change", "p_value", "message"}],
+          "verdicts": [<gate.verdict.Verdict.to_dict()>: {"test", "measurement", "metric",
+                        "outcome", "reason", "kind", "bound", "comparator", "threshold",
+                        "tolerance", "value", "ci", "confidence", "baseline", "change", "worse",
+                        "worse_ci", "p_value", "basis", "env_diffs", "env_ignored",
+                        "baseline_file", "baseline_recorded", "baseline_env", "detail",
+                        "previous"} + {"message": <report.render.message>}],
           "baseline_file": "baselines/<device>/<module>.json",
-          "baseline_written": [<keys written by --jetson-update-baselines>],
+          "staged": {<key>: <baseline entry recorded by --jetson-update-baselines>},
           "notes": [<text>],
           "error": null | "<why the test errored>"
         }
@@ -33,7 +37,8 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
     }
 
 Values are in base units (items/s, s, bytes, W, J per item, C, %); ``change`` is
-current / baseline - 1.
+current / baseline - 1, ``worse`` the same signed so that positive is worse. ``reason`` is one of
+``gate.verdict.REASONS``; ``message`` is the rendered text, for people only.
 """
 
 import datetime as _dt
@@ -41,10 +46,12 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Dict, Sequence, Union
 
-from .. import __version__
+from .. import __version__, fileio
 from ..errors import BaselineError
+from ..gate.verdict import OUTCOMES
+from .render import message
 
 KIND = "pytest-jetson-report"
 SCHEMA = 1
@@ -64,11 +71,18 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def _test(result: Any) -> Dict[str, Any]:
+    d = result.to_dict()
+    for vd, v in zip(d["verdicts"], result.verdicts):
+        vd["message"] = message(v)
+    return d
+
+
 def build(results: Sequence[Any], settings: Any, device: Any) -> Dict[str, Any]:
-    tests = [r.to_dict() for r in results]
+    tests = [_test(r) for r in results]
     counts = Counter(t["outcome"] for t in tests)
     summary = {"tests": len(tests)}
-    summary.update({k: counts.get(k, 0) for k in ("pass", "fail", "error", "inconclusive", "skip", "none")})
+    summary.update({k: counts.get(k, 0) for k in list(OUTCOMES) + ["none"]})
     return _clean({
         "kind": KIND,
         "schema": SCHEMA,
@@ -82,10 +96,8 @@ def build(results: Sequence[Any], settings: Any, device: Any) -> Dict[str, Any]:
 
 
 def write(path: Union[str, Path], report: Dict[str, Any]) -> Path:
-    from ..gate.baseline import write_atomic
-
     path = Path(path)
-    write_atomic(path, report)
+    fileio.write_atomic(path, json.dumps(report, sort_keys=True, indent=2, allow_nan=False) + "\n")
     return path
 
 
@@ -119,5 +131,3 @@ def measurements_by_key(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     return out
 
 
-def tests(report: Dict[str, Any]) -> List[Dict[str, Any]]:
-    return list(report.get("tests", []))

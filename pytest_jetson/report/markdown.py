@@ -4,11 +4,12 @@ first, then what was skipped or could not be decided and why."""
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Union
 
+from ..gate.verdict import rank
 from ..metrics import format_value
+from .render import change_text, message
 
 _ICON = {"fail": "❌ fail", "error": "❌ error", "inconclusive": "⚠️ inconclusive", "skip": "⏭️ skip",
-         "pass": "✅ pass"}
-_ORDER = {"error": 0, "fail": 1, "inconclusive": 2, "skip": 3, "pass": 4}
+         "recorded": "📝 recorded", "pass": "✅ pass"}
 
 
 def _cell(text: str) -> str:
@@ -29,25 +30,24 @@ def render(results: Sequence[Any], device_fingerprint: Dict[str, Any]) -> str:
     lines.append("")
     bad = counts.get("fail", 0) + counts.get("error", 0) + len(errors)
     status = "❌ regressions found" if bad else "✅ no regressions"
-    lines.append(f"{status}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) if counts
-                 else status)
+    lines.append(f"{status}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: rank(kv[0])))
+                 if counts else status)
     lines.append("")
     if verdicts or errors:
         lines.append("| test | metric | value | baseline | change | bound | verdict |")
         lines.append("|---|---|---|---|---|---|---|")
         for r in errors:
             lines.append(f"| `{_cell(r.nodeid)}` | - | - | - | - | - | ❌ error |")
-        for r, v in sorted(verdicts, key=lambda rv: _ORDER.get(rv[1].outcome, 5)):
-            change = "-" if v.change is None else f"{v.change * 100:+.1f}%"
-            test = r.nodeid + (f" [{v.measurement.split('|')[-1]}]" if "|" in v.measurement else "")
+        for r, v in sorted(verdicts, key=lambda rv: rank(rv[1].outcome)):
+            test = r.nodeid + (f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else "")
             lines.append(
                 f"| `{_cell(test)}` | {v.metric} | {format_value(v.metric, v.value)} | "
-                f"{format_value(v.metric, v.baseline)} | {change} | `{_cell(v.bound)}` | "
+                f"{format_value(v.metric, v.baseline)} | {change_text(v.worse)} | `{_cell(v.bound)}` | "
                 f"{_ICON.get(v.outcome, v.outcome)} |"
             )
         lines.append("")
     details = [(r.nodeid, r.error) for r in errors]
-    details += [(r.nodeid, v.message) for r, v in verdicts if v.outcome != "pass"]
+    details += [(r.nodeid, message(v)) for r, v in verdicts if v.outcome not in ("pass", "recorded")]
     if details:
         lines.append("<details><summary>why</summary>")
         lines.append("")

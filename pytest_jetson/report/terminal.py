@@ -1,11 +1,12 @@
 """The terminal summary: one row per verdict (test, metric, value, baseline, change, verdict),
-regressions first, then one line per verdict that needs a reason (skipped, inconclusive, failed)."""
+worst first, then the headline of every verdict that did not simply pass."""
 
 from typing import Any, Dict, List, Sequence
 
+from ..gate.verdict import rank
 from ..metrics import format_value
+from . import render
 
-_ORDER = {"error": 0, "fail": 1, "inconclusive": 2, "skip": 3, "pass": 4}
 HEADER = ("test", "metric", "value", "baseline", "change", "bound", "verdict")
 
 
@@ -20,18 +21,17 @@ def rows(results: Sequence[Any]) -> List[List[str]]:
         if r.error:
             out.append((-1, [_short(r.nodeid), "-", "-", "-", "-", "-", "ERROR"]))
         for v in r.verdicts:
-            test = _short(r.nodeid) + (f" [{v.measurement.split('|')[-1]}]" if "|" in v.measurement else "")
-            change = "-" if v.change is None else f"{v.change * 100:+.1f}%"
-            out.append((_ORDER.get(v.outcome, 5), [
+            test = _short(r.nodeid) + (f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else "")
+            out.append((rank(v.outcome), [
                 test, v.metric, format_value(v.metric, v.value), format_value(v.metric, v.baseline),
-                change, v.bound, v.outcome.upper() if v.outcome in ("fail", "error") else v.outcome,
+                render.change_text(v.worse), v.bound, render.label(v.outcome),
             ]))
         if not r.verdicts and not r.error and r.measurements:
             summ = r.measurements[0].get("summary", {}) or {}
             for metric in ("throughput", "latency_p99"):
                 if summ.get(metric) is not None:
-                    out.append((6, [_short(r.nodeid), metric, format_value(metric, summ[metric]),
-                                    "-", "-", "-", "measured"]))
+                    out.append((99, [_short(r.nodeid), metric, format_value(metric, summ[metric]),
+                                     "-", "-", "-", "measured"]))
     out.sort(key=lambda t: t[0])
     return [row for _, row in out]
 
@@ -58,12 +58,11 @@ def summary(results: Sequence[Any], device_fingerprint: Dict[str, Any]) -> List[
             notes.append(f"ERROR {r.nodeid}: {r.error}")
         skipped: Dict[str, List[str]] = {}
         for v in r.verdicts:
-            first = v.message.splitlines()[0] if v.message else ""
-            if v.outcome == "skip" and ": " in first:
+            if v.outcome == "skip":
                 # one line per reason, not one per metric
-                skipped.setdefault(first.split(": ", 1)[1], []).append(f"{v.metric} {v.bound}")
+                skipped.setdefault(render.why_not_compared(v), []).append(f"{v.metric} {v.bound}")
             elif v.outcome in ("inconclusive", "fail", "error"):
-                notes.append(f"{v.outcome} {_short(r.nodeid)}: {first}")
+                notes.append(f"{v.outcome} {_short(r.nodeid)}: {render.headline(v)}")
         for why, names in skipped.items():
             notes.append(f"skip {_short(r.nodeid)}: {', '.join(names)}: {why}")
         for n in r.notes:

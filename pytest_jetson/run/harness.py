@@ -11,12 +11,12 @@ the latency of an iteration is everything the caller pays for it, and the harnes
 than a clock read and a list append to a bare loop around the same engine.
 """
 
-import contextlib
 from typing import Any, Callable, List, Optional, Tuple
 
 from ..errors import ConfigError, EngineError
 from ..units import parse_duration
 from .measurement import Measurement
+from .window import MeasuredWindow
 
 DEFAULT_WINDOW = 1.0  # s, adaptive mode; perf_analyzer's default is 5 s, too slow for a suite
 STABLE_WINDOWS = 3
@@ -78,53 +78,17 @@ def stable_within(values: List[float], band: float) -> bool:
     return all(abs(v - mean) <= band * mean for v in values)
 
 
-# -- telemetry -------------------------------------------------------------------------------------
-def start_telemetry(engine: Any, telemetry: Any, interval: Optional[float] = None) -> Any:
-    """A sampler (started on enter) for the timed window, or None.
-
-    ``telemetry`` is None/"none" (no sampling), a sampler (a context manager with ``summary``),
-    or a factory with ``sample(interval=...)`` (the recorder passes the session's
-    ``TelemetryFactory``). A simulated engine's prediction becomes the sampler's load (what the
-    simulated source turns into power, utilisation and clocks) once the sampler has started.
-    """
-    if telemetry is None or telemetry is False or telemetry == "none":
-        return None
-    if hasattr(telemetry, "__enter__"):
-        return telemetry
-    if hasattr(telemetry, "sample"):
-        kwargs = {} if interval is None else {"interval": interval}
-        return telemetry.sample(**kwargs)
-    raise ConfigError(f"{_engine_name(engine)}: telemetry={telemetry!r} is neither 'none', a sampler "
-                      "nor a telemetry factory")
-
-
 def _prediction(engine: Any, batch: int) -> Any:
     for_batch = getattr(engine, "prediction_for", None)
     return for_batch(batch) if for_batch is not None else getattr(engine, "prediction", None)
 
 
-def load_telemetry(sampler: Any, engine: Any, batch: int) -> None:
-    """Tell a (simulated) sampler what the engine runs; real sources ignore it."""
-    workload = _prediction(engine, batch)
-    if sampler is not None and workload is not None and hasattr(sampler, "set_load"):
-        sampler.set_load(workload)
+def _reports_device_time(engine: Any) -> bool:
+    """Whether each infer call reports the device's own time (the backend's row says)."""
+    from ..engines.registry import BACKENDS
 
-
-def finish_telemetry(sampler: Any, items: int) -> Any:
-    """The summary of a sampler that has stopped (None without one)."""
-    if sampler is None:
-        return None
-    summary = getattr(sampler, "summary", None)
-    if callable(summary):
-        summary = summary()
-    if summary is not None and getattr(summary, "items", 0) in (None, 0) and hasattr(summary, "items"):
-        try:
-            summary.items = items
-            if getattr(summary, "energy_j", None) is not None and items > 0:
-                summary.energy_per_item_j = summary.energy_j / items
-        except AttributeError:
-            pass  # a frozen summary keeps what the sampler computed
-    return summary
+    name = getattr(engine, "backend", "")
+    return name in BACKENDS and BACKENDS.get(name).device_time
 
 
 # -- the loop ---------------------------------------------------------------------------------------
@@ -181,7 +145,8 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
 
     ``duration`` and ``iterations`` may both be given: the run stops at whichever comes first.
     ``before_window`` is called after the warm-up, right before the timed window (a pool's start
-    barrier). ``telemetry``: see :func:`start_telemetry`.
+    barrier). ``telemetry``: None or "none" (no sampling), a sampler, or a telemetry factory
+    (see ``window.MeasuredWindow.around``).
     """
     name = _engine_name(engine)
     dur = parse_duration(duration, f"{name}: duration")
@@ -199,7 +164,7 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
 
     clock = engine.clock
     now = clock.now
-    wants_device_time = getattr(engine, "backend", "") == "tensorrt"
+    wants_device_time = _reports_device_time(engine)
 
     # warm-up: at least one iteration when asked for, so first-call costs stay out of the window
     warm_lat: List[float] = []
@@ -215,10 +180,9 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     dev: Optional[List[float]] = [] if wants_device_time else None
     windows: List[float] = []
     stable: Optional[bool] = None
-    sampler = start_telemetry(engine, telemetry, telemetry_interval)
-    ctx = sampler if sampler is not None else contextlib.nullcontext()
-    with ctx:
-        load_telemetry(sampler, engine, b)
+    window = MeasuredWindow.around(telemetry, telemetry_interval, what=name)
+    with window:
+        window.load(_prediction(engine, b))
         t0 = now()
         if dur is not None or its is not None:
             t_end = _run_until(engine, b, now, t0, None if dur is None else t0 + dur, its, lat, ends, dev)
@@ -244,12 +208,8 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
                     break
                 if t_end >= deadline:
                     break
-        if sampler is not None and hasattr(sampler, "items"):
-            try:
-                sampler.items = len(lat) * b
-            except AttributeError:
-                pass  # read-only: the summary's items are filled in below
     items = len(lat) * b
+    summary = window.finish(items)
 
     device_latencies = None
     host_overhead = None
@@ -263,9 +223,7 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     prediction = _prediction(engine, b)
     if prediction is not None and hasattr(prediction, "to_dict"):
         extra["prediction"] = prediction.to_dict()
-    series = getattr(sampler, "series", None) if sampler is not None else None
-    if series is not None and hasattr(series, "to_dict") and len(series):
-        extra["telemetry_series"] = series.to_dict()  # for the per-test timeline plot
+    window.keep_series(extra)
 
     return Measurement(
         name=name,
@@ -282,7 +240,7 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
         host_overhead=host_overhead,
         device_latencies=device_latencies,
         engine_memory=getattr(engine, "memory_bytes", None),
-        telemetry=finish_telemetry(sampler, items),
+        telemetry=summary,
         environment=dict(environment or {}),
         extra=extra,
     )

@@ -23,16 +23,14 @@ the parent over the whole window (the host source sees the workers as the parent
 
 from typing import Any, Dict, List, Optional
 
+from ..clock import SimClock, WallClock
 from ..errors import ConfigError
 from ..units import format_duration, parse_duration
 from .measurement import Measurement, PoolMeasurement
 from .pool_spec import WorkerSpec, worker_specs
 from .recorder import accelerator_of
+from .window import MeasuredWindow
 
-BACKENDS = ("tensorrt", "onnxruntime", "simulated")
-#: Default time limit of the whole pool (engine builds included) beyond warm-up plus window: a
-#: cold TensorRT build of a large model on a Nano takes many minutes; onnxruntime opens in seconds.
-DEFAULT_DEADLINE_S = {"tensorrt": 1800.0, "onnxruntime": 300.0}
 #: Threads per onnxruntime session in a pool worker: one, so N processes mean N busy cores and
 #: the pool measures process contention rather than thread oversubscription.
 ORT_THREADS = 1
@@ -59,7 +57,7 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
     """
     specs = worker_specs(workloads, processes, options)
     settings = getattr(context, "settings", None)
-    window = _window(duration, settings)
+    window = _window_length(duration, settings)
     warm = parse_duration(warmup, "process_pool warmup") or 0.0
     if window < warm and getattr(settings, "duration", None) is not None:
         # --jetson-duration asks for quick runs everywhere: the warm-up shrinks with the window
@@ -71,23 +69,45 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
             f"a duration of at least the warm-up, or a shorter warmup= such as '{_short(window)}'"
         )
     dev = _device(device, context)
-    back = backend or getattr(context, "backend", None) or ("simulated" if dev.simulated else "tensorrt")
-    if back not in BACKENDS:
-        raise ConfigError(f"process_pool: backend {back!r} is not one of {', '.join(BACKENDS)}")
+    spec = _backend(backend, context, dev)
+    back = spec.name
     if seed is None:
         seed = int(getattr(context, "seed", 0) or 0)
     limit = parse_duration(deadline, "process_pool deadline")
     if limit is None:
-        limit = DEFAULT_DEADLINE_S.get(back, 1800.0) + warm + window
+        # builds are inside the deadline: a cold TensorRT build of a big model on a Nano takes minutes
+        limit = spec.pool_deadline_s + warm + window
     elif limit <= 0:
         raise ConfigError(f"process_pool: deadline={deadline!r} must be a positive duration such as '10min'")
-    if back == "simulated":
+    if spec.pools == "model":
         return _run_simulated(specs, dev, window, warm, clock, context, seed, telemetry)
+    if spec.pools != "processes":
+        raise ConfigError(f"process_pool: the {back} backend runs no pools; use one of "
+                          f"{', '.join(b.name for b in _backends() if b.pools != 'none')}")
     return _run_processes(specs, dev, back, window, warm, limit, seed, context, telemetry)
 
 
+def _backends() -> Any:
+    from ..engines.registry import BACKENDS
+
+    return BACKENDS
+
+
+def _backend(name: Optional[str], context: Any, device: Any) -> Any:
+    from ..engines.registry import default_backend
+
+    if name:
+        try:
+            return _backends().get(name)
+        except ConfigError as exc:
+            raise ConfigError(f"process_pool: {exc}") from None
+    if context is not None:
+        return context.backend_spec
+    return default_backend(device)
+
+
 # -- inputs -----------------------------------------------------------------------------------------
-def _window(duration: Any, settings: Any) -> float:
+def _window_length(duration: Any, settings: Any) -> float:
     override = getattr(settings, "duration", None)
     if override is not None:
         return float(override)
@@ -125,62 +145,32 @@ def _environment(device: Any, backend: str, specs: List[WorkerSpec]) -> Dict[str
 
 
 # -- telemetry --------------------------------------------------------------------------------------
-def _sampler(telemetry: Any, context: Any, device: Any, clock: Any, seed: int) -> Any:
-    """One sampler for the whole pool, or None."""
-    if telemetry is False or telemetry == "none":
-        return None
-    interval = None
+def _measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed: int) -> MeasuredWindow:
+    """One measured window for the whole pool. ``telemetry`` None: the session's source (the
+    context's factory when the pool runs on the session's clock; a factory of the same source on
+    the pool's own clock otherwise, e.g. real processes beside a simulated session)."""
     if telemetry is None:
         settings = getattr(context, "settings", None)
         if settings is None or settings.telemetry == "none":
-            return None
-        telemetry, interval = settings.telemetry, settings.telemetry_interval
-    if hasattr(telemetry, "__enter__"):
-        return telemetry
-    if hasattr(telemetry, "sample"):
-        return telemetry.sample() if interval is None else telemetry.sample(interval=interval)
-    if isinstance(telemetry, str):
-        return _factory(device, clock, telemetry, interval, seed).sample()
-    raise ConfigError(
-        f"process_pool: telemetry={telemetry!r} is neither 'none', a source name, a "
-        "TelemetryFactory nor a sampler"
-    )
+            return MeasuredWindow(None)
+        same_clock = getattr(context.clock, "kind", None) == getattr(clock, "kind", "wall")
+        if same_clock:
+            return MeasuredWindow.around(context.telemetry, what="process_pool")
+        telemetry = "auto" if settings.telemetry == "simulated" else settings.telemetry
+        interval: Optional[float] = settings.telemetry_interval
+    else:
+        interval = None
+    if isinstance(telemetry, str) and telemetry != "none":
+        from ..telemetry.factory import TelemetryFactory
 
-
-def _factory(device: Any, clock: Any, source: str, interval: Optional[float], seed: int) -> Any:
-    """The session's shared factory for this device and clock where the telemetry package has
-    one (the source is probed once, a simulated board's temperature carries across tests)."""
-    from ..telemetry import factory as tf
-
-    kwargs = {} if interval is None else {"interval": interval}
-    shared = getattr(tf, "session_factory", None)
-    if shared is not None:
-        return shared(device, clock, source=source, seed=seed, **kwargs)
-    return tf.TelemetryFactory(device, clock, source=source, seed=seed, **kwargs)
-
-
-def _finish(sampler: Any, items: int) -> Any:
-    if sampler is None:
-        return None
-    try:
-        sampler.items = items
-    except AttributeError:
-        pass
-    summary = getattr(sampler, "summary", None)
-    return summary() if callable(summary) else summary
-
-
-def _keep_series(sampler: Any, extra: Dict[str, Any]) -> None:
-    """The telemetry time series, for the per-test timeline plot."""
-    series = getattr(sampler, "series", None) if sampler is not None else None
-    if series is not None and hasattr(series, "to_dict") and len(series):
-        extra["telemetry_series"] = series.to_dict()
+        telemetry = TelemetryFactory(device, clock, source=telemetry, seed=seed,
+                                     **({} if interval is None else {"interval": interval}))
+    return MeasuredWindow.around(telemetry, what="process_pool")
 
 
 # -- simulated --------------------------------------------------------------------------------------
 def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: float, clock: Any,
                    context: Any, seed: int, telemetry: Any) -> PoolMeasurement:
-    from ..clock import SimClock
     from .pool_procs import worker_seed
     from .pool_sim import SimulatedPlan, simulate_workers
 
@@ -191,23 +181,18 @@ def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: fl
     plan = SimulatedPlan(specs, device)
     env = _environment(device, "simulated", specs)
     seeds = [worker_seed(seed, s.index) for s in specs]
-    sampler = _sampler(telemetry, context, device, clock, seed)
+    measured = _measured_window(telemetry, context, device, clock, seed)
     clock.advance(warm)
     t0 = clock.now()
-    if sampler is not None:
-        with sampler:
-            if hasattr(sampler, "set_load"):
-                sampler.set_load(plan.load(), t0, t0 + window)
-            workers = simulate_workers(plan, window=window, t_start=t0, seeds=seeds, environment=env)
-            clock.advance(window)
-    else:
+    with measured:
+        measured.load(plan.load(), t0, t0 + window)
         workers = simulate_workers(plan, window=window, t_start=t0, seeds=seeds, environment=env)
         clock.advance(window)
     for w in workers:
         w.extra["window_start"] = 0.0
-    tele = _finish(sampler, sum(w.items for w in workers))
+    tele = measured.finish(sum(w.items for w in workers))
     extra = {"warmup": warm, "contention": "homogeneous" if plan.homogeneous else "round-robin mix"}
-    _keep_series(sampler, extra)
+    measured.keep_series(extra)
     if not plan.homogeneous:
         extra["load"] = plan.load().to_dict()
     return assemble(specs, workers, backend="simulated", clock_kind="virtual", window=window,
@@ -221,28 +206,15 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
 
     if backend == "onnxruntime":
         specs = [_with_ort_threads(s) for s in specs]
-    # a host backend on a simulated device: the honest telemetry is the host's, not the model's.
-    # No clock: real sources sample on perf_counter, and the shared factory stays one per device.
-    tele_device = None if getattr(device, "simulated", False) else device
-    sampler = _sampler(telemetry, context, tele_device, None, seed)
-    state: Dict[str, Any] = {}
-
-    def window_start() -> None:
-        if sampler is not None:
-            sampler.__enter__()
-            state["sampling"] = True
-
-    def window_end() -> None:
-        if state.pop("sampling", False):
-            sampler.__exit__(None, None, None)
-
+    # Real processes are measured for real, on the wall clock, also beside a simulated session.
+    measured = _measured_window(telemetry, context, device, WallClock(), seed)
     pool = ProcessPool(specs, backend=backend, device=device, duration=window, warmup=warm,
-                       deadline=limit, seed=seed, on_window_start=window_start,
-                       on_window_end=window_end)
+                       deadline=limit, seed=seed, on_window_start=measured.open,
+                       on_window_end=measured.close)
     try:
         states = pool.run()
     finally:
-        window_end()
+        measured.close()
     env = _environment(device, backend, specs)
     workers: List[Measurement] = []
     starts = []
@@ -279,10 +251,10 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
         span = {"window_span_s": max(ends) - first, "window_overlap_s": max(0.0, min(ends) - max(starts))}
     else:
         span = {}
-    tele = _finish(sampler, sum(w.items for w in workers))
+    tele = measured.finish(sum(w.items for w in workers))
     extra: Dict[str, Any] = {"warmup": warm}
     extra.update(span)
-    _keep_series(sampler, extra)
+    measured.keep_series(extra)
     if backend == "onnxruntime":
         extra["threads_per_worker"] = [s.options.get("threads") for s in specs]
     return assemble(specs, workers, backend=backend, clock_kind="wall", window=window,

@@ -68,14 +68,11 @@ def _per_process_memory(pred: Any, processes: int) -> Optional[float]:
 
 def _available_memory(device: Any) -> float:
     """Unified memory the simulator lets engines use (the board's minus the OS's share)."""
-    try:
-        from ..sim import plan
-        from ..sim.hardware import resolve
+    from ..sim import plan
+    from ..sim.hardware import resolve
 
-        hw = resolve(device, None)
-        return float(plan.available_memory(hw, plan.device_constants(hw, [])))
-    except Exception:  # an older/newer simulator layout: the spec sheet's figure
-        return float(getattr(device.profile, "memory_bytes", 0) or 0)
+    hw = resolve(device, None)
+    return float(plan.available_memory(hw, plan.device_constants(hw, [])))
 
 
 def _oom_message(specs: List[Any], device: Any, detail: str) -> str:

@@ -5,31 +5,11 @@ from typing import Any, Dict, List, Optional
 from .measurement import Measurement
 
 
-def telemetry_factory(context: Any) -> Any:
-    """The session's telemetry factory for ``context`` (None: telemetry off).
-
-    One small function so the telemetry wiring can change in one place: the session-wide
-    factory (source chosen and probed once; a simulated board's temperature carries over from
-    one measurement to the next).
-    """
-    settings = getattr(context, "settings", None)
-    source = getattr(settings, "telemetry", "auto") if settings is not None else "auto"
-    if context is None or source == "none":
-        return None
-    interval = getattr(settings, "telemetry_interval", None) or 0.1
-    from ..telemetry import factory as telemetry_factory_module
-
-    return telemetry_factory_module.session_factory(
-        context.device, context.clock, source=source, interval=interval, seed=getattr(context, "seed", 0)
-    )
-
-
 def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
     """The fingerprint a baseline must share with this run: device + what the engine runs."""
     env: Dict[str, Any] = {}
-    device = getattr(context, "device", None)
-    if device is not None:
-        env.update(device.fingerprint())
+    if context is not None:
+        env.update(context.fingerprint())
     env.update(
         precision=getattr(engine, "precision", None),
         batch=getattr(engine, "batch", None),
@@ -78,7 +58,7 @@ class Recorder:
         if override is not None:
             duration, iterations = override, None
         if "telemetry" not in kw:
-            kw["telemetry"] = telemetry_factory(self.context)
+            kw["telemetry"] = getattr(self.context, "telemetry", None)
         if "telemetry_interval" not in kw and settings is not None:
             kw["telemetry_interval"] = getattr(settings, "telemetry_interval", None)
         env = environment_of(self.context, engine)

@@ -109,31 +109,12 @@ def resolve_factory(factory: Any) -> Callable[..., Any]:
 
 
 def open_worker_engine(spec: Any, run: Dict[str, Any]) -> Any:
-    """The worker's engine: ``spec.engine_factory`` or ``open_engine`` with the spec's options.
-
-    ``threads`` (onnxruntime's intra-op threads; the pool sets 1) reaches the onnxruntime engine
-    directly where ``open_engine`` does not take it."""
+    """The worker's engine: ``spec.engine_factory`` or ``open_engine`` with the spec's options
+    (``threads``, onnxruntime's intra-op threads, is one of them; the pool sets 1)."""
     factory = resolve_factory(spec.engine_factory)
-    options = dict(spec.options)
     kwargs = dict(backend=run["backend"], device=run["device"], seed=run["seed"],
                   processes=run["processes"])
-    if "threads" in options and spec.engine_factory is None and not _accepts(factory, "threads"):
-        threads = options.pop("threads")
-        if run["backend"] == "onnxruntime":
-            from ..engines.onnxruntime import OnnxRuntimeEngine
-
-            return OnnxRuntimeEngine(spec.model, threads=threads, seed=run["seed"], **options)
-    return factory(spec.model, **kwargs, **options)
-
-
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    import inspect
-
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return True
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return factory(spec.model, **kwargs, **dict(spec.options))
 
 
 def _is_user_error(exc: BaseException) -> bool:

@@ -1,8 +1,9 @@
 """Telemetry: what the board did while a test ran (power, memory, utilisation, clocks, heat).
 
 A ``Sampler`` reads one source (``jtop``, ``tegrastats``, ``sysfs``, ``nvml``, ``host`` or
-``simulated``; see ``select.open_source``) beside a measurement and summarises it as a
-``TelemetrySummary``. ``TelemetryFactory`` is the session-wide entry point the plugin uses.
+``simulated``, or one a plugin registers; see ``registry.SOURCES`` and ``select.open_source``)
+beside a measurement and summarises it as a ``TelemetrySummary``. ``TelemetryFactory`` is the
+session-wide entry point; the session context owns one.
 
 Names are imported lazily so that importing the plugin stays cheap.
 """
@@ -17,8 +18,10 @@ __all__ = [
     "TelemetryFactory",
     "TelemetrySummary",
     "TelemetryWarning",
+    "SourceContext",
+    "SourceSpec",
+    "SOURCES",
     "open_source",
-    "session_factory",
 ]
 
 _WHERE = {
@@ -29,8 +32,10 @@ _WHERE = {
     "Series": "series",
     "TelemetrySummary": "summary",
     "TelemetryFactory": "factory",
-    "session_factory": "factory",
     "open_source": "select",
+    "SourceContext": "registry",
+    "SourceSpec": "registry",
+    "SOURCES": "registry",
 }
 
 

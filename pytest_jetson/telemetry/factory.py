@@ -1,7 +1,8 @@
 """``TelemetryFactory``: what the ``telemetry`` fixture, ``perf.measure`` and pools hold.
 
-One factory per session opens the source once (the choice and the reasons for it are then the
-same for every measurement) and hands out a fresh ``Sampler`` per measured window::
+One factory per session (the session context owns it) opens the source once, so the choice and
+the reasons for it are the same for every measurement and a simulated board's temperature carries
+from one test to the next; it hands out a fresh ``Sampler`` per measured window::
 
     factory = TelemetryFactory(device, clock, source="auto")
     with factory.sample(interval="50ms") as t:
@@ -28,7 +29,7 @@ def _device_attr(device: Any, *names: str) -> Any:
 
 
 class TelemetryFactory:
-    """Opens ``source`` ("auto" or a name in ``select.SOURCES``) lazily, once, for ``device``
+    """Opens ``source`` ("auto" or a name in ``registry.SOURCES``) lazily, once, for ``device``
     (detected board or simulated profile; anything with ``simulated``, ``power_mode``) and
     ``clock`` (a ``SimClock`` for a simulated device)."""
 
@@ -100,28 +101,3 @@ class TelemetryFactory:
             workload=workload,
         )
         return sampler
-
-
-_SHARED: dict = {}
-
-
-def session_factory(
-    device: Any = None,
-    clock: Any = None,
-    source: str = "auto",
-    interval: Union[str, float, None] = DEFAULT_INTERVAL,
-    seed: int = 0,
-) -> TelemetryFactory:
-    """The one factory for this (device, clock, source, seed): callers that build a factory per
-    measurement (the recorder, pools) share it, so the source is chosen and probed once per
-    session and a simulated board's temperature carries from one test to the next."""
-    key = (id(device), id(clock), source, seed)
-    hit = _SHARED.get(key)
-    if hit is not None and hit[0] is device and hit[1] is clock:
-        factory = hit[2]
-    else:
-        factory = TelemetryFactory(device, clock, source=source, interval=interval, seed=seed)
-        # Holding device and clock keeps their ids from being reused by other objects.
-        _SHARED[key] = (device, clock, factory)
-    factory.interval = parse_interval(interval)
-    return factory

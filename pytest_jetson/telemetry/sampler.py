@@ -42,18 +42,14 @@ def parse_interval(interval: Union[str, float, int, None]) -> float:
 
 
 def _detect_reader(fn_name: str) -> Callable[[], Any]:
-    """Reads through pytest_jetson.devices.detect when it exists; None when it does not."""
+    """A reader of the board's state through device detection (None where it cannot tell)."""
 
     def read() -> Any:
-        try:
-            from ..devices import detect  # type: ignore[attr-defined]
+        from ..devices import detect
 
-            fn = getattr(detect, fn_name)
-        except Exception:
-            return None
         try:
-            return fn()
-        except Exception:
+            return getattr(detect, fn_name)()
+        except Exception:  # detection reads odd board files; a reader must never break a sampler
             return None
 
     return read

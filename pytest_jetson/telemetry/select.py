@@ -1,94 +1,66 @@
-"""Choosing a telemetry source: the best one this machine has, or the one asked for.
+"""Choosing a telemetry source: the one asked for, or for ``auto`` the best one this machine has.
 
-``auto`` order: jtop (service running) > tegrastats (binary on PATH) > sysfs (INA3221 rails) >
-nvml (nvidia-ml-py and a GPU) > host (always). On a simulated device the source is
-``simulated``. Every better source that was skipped is listed in ``tried`` with the reason and
-the fix, so a bound that needs power can say why it has none.
+``auto`` follows the sources' ranks in ``registry.SOURCES`` (jtop > tegrastats > sysfs > nvml >
+host on a board or host); on the simulated clock it is the simulated source. Every better source
+that was skipped is listed in ``tried`` with the reason and the fix, so a bound that needs power
+can say why it has none.
 """
 
 from typing import Any, List, Optional, Tuple
 
 from ..errors import ConfigError, TelemetryError
 from .base import Source
-
-SOURCES = ("jtop", "tegrastats", "sysfs", "nvml", "host", "simulated", "none")
-AUTO_ORDER = ("jtop", "tegrastats", "sysfs", "nvml", "host")
+from .registry import SOURCES, SourceContext, open_none
 
 Tried = List[Tuple[str, str]]
 
 
 def is_simulated(device: Any = None, clock: Any = None) -> bool:
-    if device is not None and bool(getattr(device, "simulated", False)):
-        return True
-    return device is None and getattr(clock, "kind", None) == "virtual"
+    """Whether telemetry must be simulated: the session runs on the virtual clock (a simulated
+    device measured by simulated engines). A simulated device measured by real engines (a host
+    backend) is sampled for real."""
+    if clock is not None:
+        return getattr(clock, "kind", None) == "virtual"
+    return bool(getattr(device, "simulated", False))
 
 
-def _build(name: str, clock: Any, workload: Any, root: str, seed: int) -> Tuple[Optional[Source], Optional[str]]:
-    """(source, None) when usable, else (None, why not)."""
-    if name == "jtop":
-        from .jtop import JtopSource
-
-        why = JtopSource.probe()
-        return (None, why) if why else (JtopSource(), None)
-    if name == "tegrastats":
-        from .tegrastats import TegrastatsSource
-
-        why = TegrastatsSource.probe()
-        return (None, why) if why else (TegrastatsSource(), None)
-    if name == "sysfs":
-        from .sysfs import SysfsSource
-
-        src = SysfsSource(root=root)
-        why = src.probe_instance()
-        return (None, why) if why else (src, None)
-    if name == "nvml":
-        from .nvml import NvmlSource
-
-        why = NvmlSource.probe()
-        return (None, why) if why else (NvmlSource(), None)
-    if name == "host":
-        from .host import HostSource
-
-        return HostSource(), None
-    if name == "none":
-        from .base import NullSource
-
-        return NullSource(), None
-    if name == "simulated":
-        from .simulated import SimulatedSource
-
-        if clock is None or getattr(clock, "kind", None) != "virtual":
-            return None, "the simulated source needs the simulated device's virtual clock (SimClock)"
-        return SimulatedSource(clock, workload, seed=seed), None
-    raise ConfigError(f"telemetry source {name!r} is unknown; choose one of: auto, {', '.join(SOURCES)}")
-
-
-def open_source(
-    name: str = "auto",
-    device: Any = None,
-    clock: Any = None,
-    workload: Any = None,
-    root: str = "/",
-    seed: int = 0,
-) -> Tuple[Source, Tried]:
-    """The source to sample, and ``tried``: (name, reason) for each better source skipped."""
+def check_name(name: Optional[str]) -> str:
     name = (name or "auto").strip().lower()
-    if name == "auto":
-        if is_simulated(device, clock):
-            src, why = _build("simulated", clock, workload, root, seed)
-            if src is None:
-                raise TelemetryError(f"telemetry: {why}")
-            return src, []
-        tried: Tried = []
-        for candidate in AUTO_ORDER:
-            src, why = _build(candidate, clock, workload, root, seed)
-            if src is not None:
-                return src, tried
-            tried.append((candidate, why or "unavailable"))
-        raise TelemetryError("telemetry: no source available")  # host always is; defensive
-    if name not in SOURCES:
-        raise ConfigError(f"telemetry source {name!r} is unknown; choose one of: auto, {', '.join(SOURCES)}")
-    src, why = _build(name, clock, workload, root, seed)
-    if src is None:
-        raise TelemetryError(f"telemetry source {name} is not available here: {why}; or use source 'auto'")
-    return src, []
+    if name not in ("auto", "none") and name not in SOURCES:
+        SOURCES.get(name)  # raises ConfigError with the known names
+    return name
+
+
+def unavailable(name: str, ctx: SourceContext) -> Optional[str]:
+    """Why the named source cannot run here (None when it can)."""
+    if name in ("auto", "none"):
+        return None
+    return SOURCES.get(name).available(ctx)
+
+
+def open_source(name: str = "auto", device: Any = None, clock: Any = None, workload: Any = None,
+                root: str = "/", seed: int = 0) -> Tuple[Source, Tried]:
+    """The source to sample, and ``tried``: (name, reason) for each better source skipped."""
+    name = check_name(name)
+    ctx = SourceContext(device=device, clock=clock, root=root, seed=seed, workload=workload)
+    if name == "none":
+        return open_none(), []
+    if name != "auto":
+        why = SOURCES.get(name).available(ctx)
+        if why:
+            raise TelemetryError(f"telemetry source {name} is not available here: {why}; or use source 'auto'")
+        return SOURCES.get(name).open(ctx), []
+    if is_simulated(device, clock):
+        for spec in SOURCES:
+            if spec.simulated and spec.available(ctx) is None:
+                return spec.open(ctx), []
+        raise TelemetryError("telemetry: no simulated source is registered for the virtual clock")
+    tried: Tried = []
+    ranked = sorted((s for s in SOURCES if s.auto is not None and not s.simulated), key=lambda s: s.auto)
+    for spec in ranked:
+        why = spec.available(ctx)
+        if why is None:
+            return spec.open(ctx), tried
+        tried.append((spec.name, why))
+    raise ConfigError("telemetry: no source is available here; "
+                      + "; ".join(f"{n}: {w}" for n, w in tried))

@@ -1,0 +1,140 @@
+"""Verdicts are data: an outcome, a reason from a fixed vocabulary, and the numbers behind them.
+
+The gate decides; ``report.render`` alone turns a verdict into words. Terminal, Markdown, JSON,
+JUnit and the CLI read the fields below and never parse text.
+
+Outcomes, worst first (``OUTCOMES``)::
+
+    error         the bound could not be checked (a metric nothing measured, an unreadable baseline)
+    fail          a violated absolute bound, or a significant regression past the tolerance
+    inconclusive  too noisy to tell a change within the tolerance from a regression
+    skip          a relative bound with no comparable baseline (fails with --jetson-missing-baseline fail)
+    recorded      a relative bound whose baseline this run (re)recorded
+    pass
+
+Reasons (``REASONS``), each with the outcome it gives: bound_met, bound_violated (absolute);
+within_tolerance, improvement, regression, inconclusive (relative, compared); no_baseline,
+env_mismatch (relative, not compared); cannot_check (either); recorded (relative, written).
+"""
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    rank: int  # 0 is the worst; reports list worst first
+    fails: bool  # fails the test (inconclusive: only with --jetson-inconclusive fail)
+
+
+OUTCOMES: Dict[str, Outcome] = {o.name: o for o in (
+    Outcome("error", 0, True),
+    Outcome("fail", 1, True),
+    Outcome("inconclusive", 2, False),
+    Outcome("skip", 3, False),
+    Outcome("recorded", 4, False),
+    Outcome("pass", 5, False),
+)}
+
+#: reason -> the outcome it gives (None: by policy, --jetson-missing-baseline skip|fail)
+REASONS: Dict[str, Optional[str]] = {
+    "bound_met": "pass",
+    "bound_violated": "fail",
+    "within_tolerance": "pass",
+    "improvement": "pass",
+    "regression": "fail",
+    "inconclusive": "inconclusive",
+    "no_baseline": None,
+    "env_mismatch": None,
+    "cannot_check": "error",
+    "recorded": "recorded",
+}
+
+
+def rank(outcome: str) -> int:
+    o = OUTCOMES.get(outcome)
+    return o.rank if o is not None else len(OUTCOMES)
+
+
+def fails(outcome: str, inconclusive: str = "pass") -> bool:
+    """Whether ``outcome`` fails a test under the ``--jetson-inconclusive`` policy."""
+    if outcome == "inconclusive":
+        return inconclusive == "fail"
+    o = OUTCOMES.get(outcome)
+    return bool(o and o.fails)
+
+
+def outcome_of(reason: str, missing_baseline: str = "skip") -> str:
+    if reason not in REASONS:
+        raise ValueError(f"unknown verdict reason {reason!r}; one of {', '.join(REASONS)}")
+    out = REASONS[reason]
+    if out is None:
+        return "fail" if missing_baseline == "fail" else "skip"
+    return out
+
+
+def worst(outcomes: Any) -> Optional[str]:
+    outs = list(outcomes)
+    return min(outs, key=rank) if outs else None
+
+
+@dataclass
+class Verdict:
+    """One bound checked on one measurement.
+
+    Values are in the metric's base unit (``metrics.METRICS``). ``ci``: the measured value's
+    interval at ``confidence``. Relative bounds: ``change`` is current / baseline - 1; ``worse``
+    the same change signed so that positive is worse for this metric; ``worse_ci`` its interval
+    (positive is worse); ``basis`` "statistics" (a significance test) or "values" (a metric with no
+    error estimate, decided on its values). ``env_diffs``: [field, baseline, now] for each
+    fingerprint field that differs. ``detail``: why a bound could not be checked. ``previous``: for
+    a recorded bound, the reason the comparison gave before the baseline was rewritten.
+    """
+
+    metric: str
+    outcome: str
+    reason: str
+    kind: str  # "absolute" | "relative"
+    bound: str = ""
+    comparator: Optional[str] = None
+    threshold: Optional[float] = None
+    tolerance: Optional[float] = None
+    value: Optional[float] = None
+    ci: Optional[Tuple[float, float]] = None
+    confidence: Optional[float] = None
+    baseline: Optional[float] = None
+    change: Optional[float] = None
+    worse: Optional[float] = None
+    worse_ci: Optional[Tuple[float, float]] = None
+    p_value: Optional[float] = None
+    basis: Optional[str] = None
+    env_diffs: List[List[Any]] = field(default_factory=list)
+    env_ignored: bool = False
+    baseline_file: str = ""
+    baseline_recorded: str = ""
+    baseline_env: Dict[str, Any] = field(default_factory=dict)
+    detail: str = ""
+    previous: Optional[str] = None
+    measurement: str = ""
+    test: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return fails(self.outcome)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key in ("ci", "worse_ci"):
+            if d[key] is not None:
+                d[key] = [d[key][0], d[key][1]]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Verdict":
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in known}
+        for key in ("ci", "worse_ci"):
+            if kwargs.get(key) is not None:
+                kwargs[key] = (kwargs[key][0], kwargs[key][1])
+        return cls(**kwargs)

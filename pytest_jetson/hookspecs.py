@@ -1,0 +1,36 @@
+"""Hooks a conftest or another plugin implements to extend pytest-jetson.
+
+They are called once, in ``pytest_configure``, so implement them in a plugin or in the root
+``conftest.py`` (a conftest in a sub-directory is loaded too late). A second backend or source
+under a taken name, or one without an opener, is a usage error naming the plugin.
+"""
+
+import pytest
+
+
+@pytest.hookspec
+def pytest_jetson_backends(config):
+    """Return engine backends to add: a list of ``pytest_jetson.engines.Backend``.
+
+    ``Backend(name, open=..., available=..., clock="wall", device_time=False, pools="processes",
+    default_for=None)``; ``open(model, *, device, clock, seed, precision, batch, dla_core,
+    **options)`` returns an engine (``pytest_jetson.engines.base.Engine``). The name becomes a
+    ``--jetson-backend`` choice.
+    """
+
+
+@pytest.hookspec
+def pytest_jetson_telemetry_sources(config):
+    """Return telemetry sources to add: a list of ``pytest_jetson.telemetry.SourceSpec``.
+
+    ``SourceSpec(name, open=..., available=..., auto=None)``; ``open(ctx)`` returns a
+    ``pytest_jetson.telemetry.base.Source`` (``ctx``: a ``SourceContext`` with the device, the
+    clock and the filesystem root). ``auto`` ranks it in ``--jetson-telemetry auto`` (jtop is 10,
+    host 90). The name becomes a ``--jetson-telemetry`` choice.
+    """
+
+
+@pytest.hookspec
+def pytest_jetson_fingerprint(config, device):
+    """Return a dict of fields to add to every fingerprint (e.g. a firmware or driver version):
+    a baseline recorded with other values is not compared, like one from another power mode."""

@@ -1,0 +1,58 @@
+"""A named table of pluggable things (engine backends, telemetry sources), written once.
+
+Each entry is a frozen dataclass with at least ``name``, ``open`` (how to make one) and
+``plugin`` (who registered it). The registry refuses a second entry under a taken name and an
+entry without an opener, naming the plugin that tried, so a conftest that collides with a
+built-in fails at start-up instead of silently replacing it.
+"""
+
+import difflib
+from typing import Dict, Generic, Iterator, List, TypeVar
+
+from .errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, what: str, option: str) -> None:
+        self.what = what
+        self.option = option
+        self._items: Dict[str, T] = {}
+
+    def register(self, item: T) -> T:
+        name = getattr(item, "name", None)
+        plugin = getattr(item, "plugin", None) or "an unnamed plugin"
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"{plugin} registered a {self.what} without a name ({item!r}); give "
+                              f"it name='...'")
+        if not callable(getattr(item, "open", None)):
+            raise ConfigError(f"{plugin} registered the {self.what} {name!r} without an opener; give "
+                              f"it open=<a function that returns the {self.what}>")
+        if name in self._items or name in ("auto", "none"):
+            owner = getattr(self._items.get(name), "plugin", "pytest-jetson")
+            raise ConfigError(f"{plugin} registered the {self.what} {name!r}, but {owner} already "
+                              f"registers one under that name; pick another name")
+        self._items[name] = item
+        return item
+
+    def unregister(self, name: str) -> None:
+        self._items.pop(name, None)
+
+    def get(self, name: str) -> T:
+        try:
+            return self._items[name]
+        except KeyError:
+            close = difflib.get_close_matches(str(name), list(self._items), n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{self.option}: {name!r} is not a known {self.what}.{hint} "
+                              f"Known: {', '.join(self._items)}") from None
+
+    def names(self) -> List[str]:
+        return list(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(list(self._items.values()))

@@ -1,0 +1,210 @@
+"""The one renderer: gate verdicts (data, ``gate.verdict``) and the session's baseline summary
+into words. The terminal, Markdown, JUnit, the CLI and a failing test's report section all speak
+through these functions; none of them parses text.
+
+One sign convention everywhere: a change is "x% worse" or "x% better" in the metric's own bad
+direction (``metrics.METRICS[...].worse``), never a bare signed number.
+"""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..gate import verdict as V
+from ..metrics import format_percent, format_value
+
+RECORD_HINT = "record with --jetson-update-baselines"
+
+_LABEL = {"error": "ERROR", "fail": "FAIL", "inconclusive": "inconclusive", "skip": "skip",
+          "recorded": "recorded", "pass": "pass"}
+
+
+def label(outcome: str) -> str:
+    """The outcome as tables show it (failures in capitals)."""
+    return _LABEL.get(outcome, outcome)
+
+
+def change_text(worse: Optional[float], precision: int = 1) -> str:
+    """'12.3% worse', '4.0% better' or 'no change'."""
+    if worse is None:
+        return "-"
+    if abs(worse) < 0.5 * 10 ** (-precision - 2):
+        return "no change"
+    return f"{abs(worse) * 100:.{precision}f}% {'worse' if worse > 0 else 'better'}"
+
+
+def _pct(x: float) -> str:
+    return f"{abs(x) * 100:.1f}% {'worse' if x > 0 else 'better'}" if abs(x) >= 5e-4 else "0.0%"
+
+
+def worse_interval(ci: Optional[Tuple[float, float]]) -> str:
+    if ci is None:
+        return ""
+    return f"{_pct(ci[0])} .. {_pct(ci[1])}"
+
+
+def interval(metric: str, ci: Optional[Tuple[float, float]], confidence: Optional[float]) -> str:
+    """' (99% CI 805/s..819/s)', or '' without an interval (or one too narrow to print)."""
+    if ci is None or confidence is None:
+        return ""
+    lo, hi = format_value(metric, ci[0]), format_value(metric, ci[1])
+    if lo == hi:
+        return ""
+    return f" ({confidence * 100:.3g}% CI {lo}..{hi})"
+
+
+def _p(p: Optional[float]) -> str:
+    if p is None:
+        return "-"
+    if p < 1e-300:
+        return "p<1e-300"
+    if p < 1e-4:
+        return f"p={p:.0e}"
+    return f"p={p:.2g}"
+
+
+def _fmt_env(key: str, value: Any) -> str:
+    if key == "simulated" and isinstance(value, bool):
+        return "simulated" if value else "real"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "-" if value is None else str(value)
+
+
+def env_diffs(diffs: Sequence[Sequence[Any]]) -> str:
+    return "; ".join(f"{k}: {_fmt_env(k, a)} (baseline) vs {_fmt_env(k, b)} (now)" for k, a, b in diffs)
+
+
+def baseline_line(v: V.Verdict) -> str:
+    if not v.baseline_file:
+        return ""
+    env = v.baseline_env or {}
+    bits = [str(env.get("device") or "?")]
+    bits += [str(env[k]) for k in ("power_mode", "precision") if env.get(k)]
+    if env.get("batch") is not None:
+        bits.append(f"batch {env['batch']}")
+    bits.append("simulated" if env.get("simulated") else "real")
+    when = f" recorded {v.baseline_recorded[:10]}" if v.baseline_recorded else ""
+    return f"baseline: {v.baseline_file}{when} ({', '.join(bits)})"
+
+
+def why_not_compared(v: V.Verdict) -> str:
+    """Why a relative bound was not compared (no_baseline, env_mismatch): the same words for every
+    metric of a test, so reports can say it once."""
+    if v.reason == "env_mismatch":
+        return f"baseline not compared, recorded under another environment: {env_diffs(v.env_diffs)}"
+    return f"{v.detail}; {RECORD_HINT}"
+
+
+def headline(v: V.Verdict) -> str:
+    """The one-line statement of a verdict: what was measured against what, and the decision."""
+    m = v.metric
+    value = f"{m} {format_value(m, v.value)}{interval(m, v.ci, v.confidence)}"
+    reason = v.reason
+    if reason == "cannot_check":
+        return f"{m} {v.bound!r} cannot be checked: {v.detail.splitlines()[0] if v.detail else ''}"
+    if v.kind == "absolute":
+        verb = "meets" if reason == "bound_met" else "violates"
+        return f"{value} {verb} the bound {v.comparator} {format_value(m, v.threshold)} ({v.bound!r})"
+    tol = f"tolerance {format_percent(v.tolerance or 0.0)}"
+    if reason in ("no_baseline", "env_mismatch"):
+        return f"{m} {v.bound}: {why_not_compared(v)}"
+    shown = reason if reason != "recorded" else (v.previous or "")
+    change = change_text(v.worse)
+    against = f"the baseline {format_value(m, v.baseline)}"
+    head = (f"{value} equals {against}" if change == "no change"
+            else f"{value} is {change} than {against}")
+    words = {
+        "regression": "a regression past the",
+        "inconclusive": "too noisy to tell a change within the tolerance from a regression;",
+        "improvement": "an improvement; within the",
+        "within_tolerance": "within the",
+    }.get(shown, "")
+    if v.basis == "values":
+        decided = "decided on the values (no samples to test significance)"
+    else:
+        decided = f"{_p(v.p_value)}, {(v.confidence or 0) * 100:.3g}% CI of the change {worse_interval(v.worse_ci)}"
+    text = f"{head} ({words} {tol}; {decided})" if words else f"{head} ({tol}; {decided})"
+    if reason == "recorded":
+        text = f"baseline recorded by this run (the comparison was {shown.replace('_', ' ')}): {text}"
+    return text
+
+
+def message(v: V.Verdict) -> str:
+    """A verdict in full: the headline, then what to do and where the baseline came from."""
+    lines = [headline(v)]
+    if v.reason == "cannot_check" and v.detail and "\n" in v.detail:
+        lines += ["  " + x.strip() for x in v.detail.splitlines()[1:]]
+    if v.reason == "inconclusive":
+        lines.append("  measure longer (perf.measure(duration=...)) or fix the noise")
+    if v.reason == "env_mismatch":
+        lines.append("  re-record with --jetson-update-baselines, or compare anyway with "
+                     "--jetson-allow-env-mismatch")
+    if v.env_ignored and v.env_diffs:
+        lines.append(f"  compared despite environment differences (--jetson-allow-env-mismatch): "
+                     f"{env_diffs(v.env_diffs)}")
+    base = baseline_line(v)
+    if base and v.kind == "relative":
+        lines.append("  " + base)
+    return "\n".join(lines)
+
+
+def _tag(v: V.Verdict) -> str:
+    return f"[{v.measurement.split('|', 1)[1]}] " if "|" in v.measurement else ""
+
+
+def failure_section(result: Any, inconclusive: str = "pass") -> str:
+    """What a failing perf test shows instead of a traceback: each failing verdict in full, then
+    the other bounds in a line."""
+    bad = result.failing(inconclusive)
+    lines = []
+    for v in bad:
+        lead = {"fail": "perf bound failed: ", "error": "perf bound error: ",
+                "inconclusive": "perf bound inconclusive (--jetson-inconclusive=fail): "}.get(v.outcome, "")
+        lines.append(lead + _tag(v) + message(v))
+    others = [v for v in result.verdicts if v not in bad]
+    if others:
+        lines.append("other bounds: " + "; ".join(
+            f"{_tag(v)}{v.metric} {v.bound!r} {label(v.outcome)}" for v in others))
+    return "\n".join(lines)
+
+
+def warning(v: V.Verdict) -> str:
+    """The pytest warning of a verdict that passes but needs attention (inconclusive)."""
+    return f"perf bound inconclusive: {_tag(v)}{message(v)}"
+
+
+# -- the session's baselines -------------------------------------------------------------------
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
+def baseline_summary(summary: Any) -> List[str]:
+    lines = []
+    written = summary.written
+    if written:
+        files = sorted({f for f, _ in written})
+        lines.append(f"baselines: wrote {_entries(len(written))} to {', '.join(files)}")
+    elif summary.update:
+        lines.append("baselines: nothing to write (no entry new or changed beyond noise)")
+    for err in summary.errors:
+        lines.append(f"baselines: could not write {err}")
+    n_unused = sum(len(v) for v in summary.unused.values())
+    if n_unused:
+        if summary.pruned:
+            n = summary.pruned
+            lines.append(f"baselines: pruned {n} unused entr{'y' if n == 1 else 'ies'}")
+        else:
+            lines.append(f"baselines: {n_unused} unused entr{'y' if n_unused == 1 else 'ies'} (no selected "
+                         f"test used them; remove with --jetson-prune-baselines):")
+        for path, keys in summary.unused.items():
+            lines += [f"  {path}: {k}" for k in keys]
+    elif summary.prune and summary.partial_selection:
+        lines.append("baselines: not pruned: the run selected part of the suite (-k, -m, node ids or --lf)")
+    return lines
+
+
+def outcome_counts(results: Sequence[Any]) -> Dict[str, int]:
+    """Tests by their gate outcome, worst first."""
+    counts: Dict[str, int] = {}
+    for r in results:
+        counts[r.outcome] = counts.get(r.outcome, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: V.rank(kv[0])))

@@ -1,0 +1,80 @@
+"""The measured window with telemetry around it: what the harness and the pool share.
+
+A window opens a sampler (when telemetry is on) right before the timed span, tells a simulated
+source what runs in it, closes the sampler right after, and hands the measurement its telemetry
+summary (with energy per item once the items are known) and its series (for timeline plots)::
+
+    window = MeasuredWindow.around(telemetry, interval=0.1, what="perf.measure")
+    with window:
+        window.load(prediction)
+        ... the timed span ...
+    summary = window.finish(items)
+    window.keep_series(extra)
+"""
+
+from typing import Any, Dict, Optional
+
+from ..errors import ConfigError
+
+
+class MeasuredWindow:
+    def __init__(self, sampler: Any = None) -> None:
+        self.sampler = sampler
+        self._open = False
+
+    @classmethod
+    def around(cls, telemetry: Any, interval: Optional[float] = None, what: str = "perf.measure") -> "MeasuredWindow":
+        """A window sampled by ``telemetry``: None, False or "none" (no sampling), a sampler (a
+        context manager with ``summary``, used as is) or a factory with ``sample(interval=...)``
+        (the session's ``TelemetryFactory``)."""
+        if telemetry is None or telemetry is False or telemetry == "none":
+            return cls(None)
+        if hasattr(telemetry, "__enter__"):
+            return cls(telemetry)
+        if hasattr(telemetry, "sample"):
+            return cls(telemetry.sample() if interval is None else telemetry.sample(interval=interval))
+        raise ConfigError(f"{what}: telemetry={telemetry!r} is neither 'none', a sampler nor a "
+                          "telemetry factory (the telemetry fixture)")
+
+    # -- the span ---------------------------------------------------------------------------
+    def open(self) -> None:
+        if self.sampler is not None and not self._open:
+            self.sampler.__enter__()
+            self._open = True
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self.sampler.__exit__(None, None, None)
+
+    def __enter__(self) -> "MeasuredWindow":
+        self.open()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def load(self, workload: Any, t_start: Optional[float] = None, t_end: Optional[float] = None) -> None:
+        """What runs in the window, for a simulated source (real sources measure it instead)."""
+        if self.sampler is not None and workload is not None and hasattr(self.sampler, "set_load"):
+            self.sampler.set_load(workload, t_start, t_end)
+
+    # -- the results ------------------------------------------------------------------------
+    def finish(self, items: int) -> Any:
+        """The telemetry summary of the closed window, with ``items`` for energy per item (None
+        without telemetry)."""
+        self.close()
+        if self.sampler is None:
+            return None
+        try:
+            self.sampler.items = items
+        except AttributeError:
+            pass  # a sampler without items: the summary keeps what it computed
+        summary = getattr(self.sampler, "summary", None)
+        return summary() if callable(summary) else summary
+
+    def keep_series(self, extra: Dict[str, Any]) -> None:
+        """The telemetry time series into ``extra`` (for the per-test timeline plot)."""
+        series = getattr(self.sampler, "series", None) if self.sampler is not None else None
+        if series is not None and hasattr(series, "to_dict") and len(series):
+            extra["telemetry_series"] = series.to_dict()

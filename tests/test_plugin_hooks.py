@@ -1,0 +1,235 @@
+"""Extending pytest-jetson from a conftest: a backend, a telemetry source and fingerprint fields,
+and the usage errors a bad extension gets. Plus what the session writes at its end."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# A backend whose engine sleeps a fixed time per batch on the wall clock, and a bench power supply
+# read as a telemetry source: what a user adds for hardware the plugin does not know.
+CONFTEST = '''
+import time
+
+from pytest_jetson.clock import WallClock
+from pytest_jetson.engines import Backend
+from pytest_jetson.engines.base import Engine
+from pytest_jetson.telemetry import SourceSpec
+from pytest_jetson.telemetry.base import Reading, Source
+
+
+class SleepEngine(Engine):
+    backend = "sleepy"
+
+    def __init__(self, model, batch):
+        super().__init__()
+        self.name = self.model = str(model)
+        self.precision, self.batch, self.max_batch = "fp16", batch, batch
+        self.clock = WallClock()
+        self.memory_bytes = 1 << 20
+
+    def _infer(self, batch):
+        time.sleep(0.002)
+
+
+def open_sleepy(model, *, device, clock, seed, precision, batch, dla_core, **options):
+    return SleepEngine(model, batch)
+
+
+class BenchSupply(Source):
+    name = "benchpsu"
+
+    def collect(self, now):
+        return [Reading(t=now, board_power_w=7.5)]
+
+
+def pytest_jetson_backends(config):
+    return [Backend("sleepy", open=open_sleepy, description="sleeps 2 ms per batch")]
+
+
+def pytest_jetson_telemetry_sources(config):
+    return [SourceSpec("benchpsu", open=lambda ctx: BenchSupply(), auto=5)]
+'''
+
+SUITE = '''
+import pytest
+
+@pytest.mark.perf(throughput="<= 1000/s", power="<= 10 W")
+def test_sleepy(trt_engine, perf):
+    m = perf.measure(trt_engine("anything", batch=1), iterations=30, warmup=0)
+    assert m.backend == "sleepy"
+    assert m.power == pytest.approx(7.5)
+    assert m.telemetry.source == "benchpsu"
+'''
+
+
+@pytest.fixture
+def host(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path / "empty-root"))
+    return pytester
+
+
+def test_a_conftest_adds_a_backend_and_a_telemetry_source(host):
+    host.makeconftest(CONFTEST)
+    host.makepyfile(test_suite=SUITE)
+    r = host.runpytest("--jetson-backend", "sleepy", "--jetson-telemetry-interval", "10ms")
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["jetson: Jetson Orin Nano 8GB (simulated) *· backend sleepy"])
+    # the plugin's source ranks first in auto; named, it is a choice like the built-ins
+    r = host.runpytest("--jetson-backend", "sleepy", "--jetson-telemetry", "benchpsu",
+                       "--jetson-telemetry-interval", "10ms")
+    r.assert_outcomes(passed=1)
+
+
+def test_an_unknown_backend_lists_the_registered_ones(host):
+    host.makeconftest(CONFTEST)
+    r = host.runpytest("--jetson-backend", "sleepi")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*'sleepi' is not a known engine backend. Did you mean 'sleepy'? "
+                            "Known: tensorrt, onnxruntime, simulated, sleepy*"])
+
+
+@pytest.mark.parametrize("hook, entry, words", [
+    ("pytest_jetson_backends", 'Backend("simulated", open=lambda *a, **k: None)',
+     "registered the engine backend 'simulated', but pytest-jetson already registers one"),
+    ("pytest_jetson_backends", 'Backend("nowhere", open=None)',
+     "registered the engine backend 'nowhere' without an opener"),
+    ("pytest_jetson_telemetry_sources", 'SourceSpec("host", open=lambda ctx: None)',
+     "registered the telemetry source 'host', but pytest-jetson already registers one"),
+    ("pytest_jetson_telemetry_sources", 'SourceSpec("auto", open=lambda ctx: None)',
+     "registered the telemetry source 'auto'"),
+])
+def test_a_clashing_or_incomplete_extension_is_a_usage_error_naming_the_plugin(host, hook, entry, words):
+    host.makeconftest(f'''
+from pytest_jetson.engines import Backend
+from pytest_jetson.telemetry import SourceSpec
+
+def {hook}(config):
+    return [{entry}]
+''')
+    host.makepyfile(test_a="def test_a():\n    pass\n")
+    r = host.runpytest()
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines([f"ERROR: conftest.py {words}*"])
+    # nothing leaks into the next session of the same interpreter
+    host.makeconftest("")
+    host.runpytest().assert_outcomes(passed=1)
+
+
+def test_fingerprint_fields_from_a_plugin_keep_baselines_apart(host, monkeypatch):
+    host.makeconftest('''
+import os
+
+def pytest_jetson_fingerprint(config, device):
+    return {"firmware": os.environ.get("FIRMWARE", "36.4")}
+''')
+    host.makepyfile(test_suite='''
+import pytest
+
+@pytest.mark.perf(throughput="5%")
+def test_a(trt_engine, perf):
+    perf.measure(trt_engine("resnet18"), duration="1s", warmup=0)
+''')
+    host.runpytest("--jetson-update-baselines").assert_outcomes(passed=1)
+    entry = json.loads((host.path / "baselines/orin-nano-8gb/test_suite.py.json").read_text())
+    assert entry["entries"]["test_suite.py::test_a"]["fingerprint"]["firmware"] == "36.4"
+    monkeypatch.setenv("FIRMWARE", "36.5")
+    r = host.runpytest()
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["*skip test_suite.py::test_a: throughput 5%: baseline not compared, recorded "
+                            "under another environment: firmware: 36.4 (baseline) vs 36.5 (now)*"])
+
+
+PERF_SUITE = '''
+import pytest
+
+@pytest.mark.perf(throughput=">= 1/s")
+def test_a(trt_engine, perf):
+    perf.measure(trt_engine("resnet18"), duration="1s", warmup=0)
+'''
+
+
+def test_reports_are_written_without_the_terminal_plugin(host):
+    host.makepyfile(test_suite=PERF_SUITE)
+    r = host.runpytest_subprocess("-p", "no:terminal", "--jetson-report-json", "r.json",
+                                  "--jetson-report-md", "r.md", "--jetson-update-baselines")
+    assert r.ret == 0
+    assert json.loads((host.path / "r.json").read_text())["summary"]["tests"] == 1
+    assert (host.path / "r.md").read_text().startswith("## pytest-jetson perf gate")
+    assert (host.path / "baselines/orin-nano-8gb/test_suite.py.json").exists()
+
+
+def test_a_report_path_that_is_a_directory_is_named_and_the_others_still_written(host):
+    host.makepyfile(test_suite=PERF_SUITE)
+    (host.path / "taken").mkdir()
+    r = host.runpytest("--jetson-report-json", "taken", "--jetson-report-md", "r.md")
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["*pytest-jetson: --jetson-report-json taken: is a directory; give a file "
+                            "path such as taken/report*",
+                            ])
+    assert (host.path / "r.md").exists()
+    assert "INTERNALERROR" not in r.stdout.str()
+
+
+def test_a_run_without_perf_tests_loads_neither_numpy_nor_the_gate(host):
+    host.makepyfile(test_plain='''
+import sys
+
+def test_plain():
+    pass
+
+def test_late():
+    # by the last test, nothing of the gate nor numpy was imported
+    assert "numpy" not in sys.modules
+    assert not [m for m in sys.modules if m.startswith("pytest_jetson.gate.") and m != "pytest_jetson.gate.keys"]
+''')
+    r = host.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark")
+    r.assert_outcomes(passed=2)
+
+
+def test_update_baselines_never_swallows_a_path(host):
+    host.makepyfile(test_suite=PERF_SUITE)
+    r = host.runpytest("--jetson-update-baselines", "test_suite.py")
+    r.assert_outcomes(passed=1)
+    assert (host.path / "baselines/orin-nano-8gb/test_suite.py.json").exists()
+
+
+def test_the_packages_import_no_cycles():
+    """Data flows one way: no two packages import each other, and nothing below the plugin
+    imports pytest (a static read of every module's imports)."""
+    code = r'''
+import ast, pathlib, sys
+root = pathlib.Path("pytest_jetson")
+edges, pytest_users = {}, []
+for path in root.rglob("*.py"):
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    pkg = parts[0] if len(parts) > 1 else rel.name
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parts[:-node.level] if len(parts) > 1 or node.level > 1 else []
+                target = base + (node.module.split(".") if node.module else [])
+                if not target and node.names:
+                    target = [node.names[0].name]
+                names.append(target[0] if target else pkg)
+            elif node.module and node.module.split(".")[0] == "pytest":
+                pytest_users.append(str(rel))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "pytest":
+                    pytest_users.append(str(rel))
+        for n in names:
+            if n != pkg:
+                edges.setdefault(pkg, set()).add(n)
+cycles = sorted({tuple(sorted((a, b))) for a in edges for b in edges.get(a, ()) if a in edges.get(b, ())})
+print("CYCLES", cycles)
+print("PYTEST", sorted(set(pytest_users)))
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1])).stdout
+    assert "CYCLES []" in out, out
+    assert "PYTEST ['hookspecs', 'plugin']" in out, out
