@@ -233,3 +233,45 @@ print("PYTEST", sorted(set(pytest_users)))
                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1])).stdout
     assert "CYCLES []" in out, out
     assert "PYTEST ['hookspecs', 'plugin']" in out, out
+
+
+POOL_CONFTEST = '''
+import time
+
+from pytest_jetson.clock import WallClock
+from pytest_jetson.engines import Backend
+from pytest_jetson.engines.base import Engine
+
+
+class SleepEngine(Engine):
+    backend = "sleepy"
+
+    def __init__(self, model, batch):
+        super().__init__()
+        self.name = self.model = str(model)
+        self.precision, self.batch, self.max_batch = "fp16", batch, batch
+        self.clock = WallClock()
+
+    def _infer(self, batch):
+        time.sleep(0.002)
+
+
+def open_sleepy(model, *, device, clock, seed, precision, batch, dla_core, **options):
+    return SleepEngine(model, batch)
+
+
+def pytest_jetson_backends(config):
+    return [Backend("sleepy", open=open_sleepy)]
+'''
+
+
+def test_a_plugins_backend_runs_in_pool_workers_through_its_import_path(host):
+    host.makeconftest(POOL_CONFTEST)
+    host.makepyfile(test_pool='''
+def test_pool(process_pool, perf):
+    m = perf.record(process_pool("anything", processes=2, duration="0.5s", warmup="0.1s",
+                                 backend="sleepy", telemetry="none"))
+    assert m.processes == 2 and m.backend == "sleepy"
+    assert 100 < m.per_process_throughput.min < 600  # 2 ms a batch, one batch per call
+''')
+    host.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -145,3 +145,18 @@ def default_backend(device: Any) -> Backend:
         if backend.default_for == where:
             return backend
     return BACKENDS.get("simulated")
+
+
+def open_by_reference(model: Any, *, opener: str, device: Any = None, seed: int = 0,
+                      precision: str = "fp16", batch: int = 1, dla_core: Optional[int] = None,
+                      backend: Optional[str] = None, **options: Any) -> Any:
+    """Open an engine in a spawned pool worker through a backend opener's import path
+    (``"module:qualname"``): a plugin's backend is registered only in the process that loaded it."""
+    import importlib
+
+    module, _, name = opener.partition(":")
+    fn: Any = importlib.import_module(module)
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    return fn(model, device=device, clock=None, seed=seed, precision=precision, batch=batch,
+              dla_core=dla_core, **options)

@@ -206,6 +206,12 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
 
     if backend == "onnxruntime":
         specs = [_with_ort_threads(s) for s in specs]
+    opener = _opener_ref(_backends().get(backend))
+    if opener is not None:
+        specs = [s if s.engine_factory is not None else
+                 WorkerSpec(index=s.index, model=s.model, options=dict(s.options, opener=opener),
+                            engine_factory="pytest_jetson.engines.registry:open_by_reference")
+                 for s in specs]
     # Real processes are measured for real, on the wall clock, also beside a simulated session.
     measured = _measured_window(telemetry, context, device, WallClock(), seed)
     pool = ProcessPool(specs, backend=backend, device=device, duration=window, warmup=warm,
@@ -259,6 +265,20 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
         extra["threads_per_worker"] = [s.options.get("threads") for s in specs]
     return assemble(specs, workers, backend=backend, clock_kind="wall", window=window,
                     start_skew=skew, telemetry=tele, environment=env, extra=extra)
+
+
+def _opener_ref(spec: Any) -> Optional[str]:
+    """A plugin's backend exists only in the process whose conftest registered it: spawned
+    workers open its engines through the opener's import path instead (None for built-ins)."""
+    if spec.plugin == "pytest-jetson":
+        return None
+    fn = spec.open
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or module == "__main__" or "<" in name:
+        raise ConfigError(
+            f"process_pool: the {spec.name} backend ({spec.plugin}) opens engines with {fn!r}, which "
+            "a spawned worker cannot import; make it a module-level function of an importable module")
+    return f"{module}:{name}"
 
 
 def _with_ort_threads(spec: WorkerSpec) -> WorkerSpec:
