@@ -88,6 +88,6 @@ def machine_info(context: Any) -> Dict[str, Any]:
     info.update(name=device.name, backend=context.backend)
     if getattr(device, "model_string", None):
         info["model_string"] = device.model_string
-    if context.backend == "simulated":
+    if context.simulated:
         info["seed"] = context.seed
     return info

@@ -16,8 +16,8 @@ An opener is called as ``open(model, *, device, clock, seed, precision, batch, d
 
 import importlib.util
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional
 
 from ..registry import Registry
 
@@ -35,7 +35,8 @@ class Backend:
     (``engine.last_device_time``). ``pools``: "processes" runs a pool as real spawned processes
     (the opener must be importable by reference), "model" asks the simulator's contention model,
     "none" has no pools. ``pool_deadline_s``: the default time limit of a pool beyond its warm-up
-    and window, engine builds included. ``default_for``: "board" or "host", where it is the
+    and window, engine builds included. ``pool_options``: options every pool worker opens its
+    engine with unless its workload sets them. ``default_for``: "board" or "host", where it is the
     session's default. ``available()``: None when usable here, else why not and the fix.
     """
 
@@ -46,6 +47,7 @@ class Backend:
     device_time: bool = False
     pools: str = "processes"
     pool_deadline_s: float = 300.0
+    pool_options: Dict[str, Any] = field(default_factory=dict, hash=False)
     default_for: Optional[str] = None
     description: str = ""
     plugin: str = "pytest-jetson"
@@ -131,7 +133,7 @@ BACKENDS.register(Backend(
     description="TensorRT engines run with pycuda on the board's GPU or DLA"))
 BACKENDS.register(Backend(
     "onnxruntime", open=_open_onnxruntime, available=_onnxruntime_available,
-    description="ONNX Runtime on the host CPU: real inference without a board"))
+    pool_options={"threads": 1}, description="ONNX Runtime on the host CPU: real inference without a board"))
 BACKENDS.register(Backend(
     "simulated", open=_open_simulated, clock="virtual", pools="model", default_for="host",
     description="the simulated Jetson: a calibrated model of the board on a virtual clock"))

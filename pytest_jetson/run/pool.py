@@ -31,10 +31,6 @@ from .pool_spec import WorkerSpec, worker_specs
 from .recorder import accelerator_of
 from .window import MeasuredWindow
 
-#: Threads per onnxruntime session in a pool worker: one, so N processes mean N busy cores and
-#: the pool measures process contention rather than thread oversubscription.
-ORT_THREADS = 1
-
 
 def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend: Optional[str] = None,
              processes: Optional[int] = None, duration: Any = "5s", warmup: Any = "1s",
@@ -156,7 +152,10 @@ def _measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed
         same_clock = getattr(context.clock, "kind", None) == getattr(clock, "kind", "wall")
         if same_clock:
             return MeasuredWindow.around(context.telemetry, what="process_pool")
-        telemetry = "auto" if settings.telemetry == "simulated" else settings.telemetry
+        from ..telemetry.registry import SOURCES
+
+        named = settings.telemetry
+        telemetry = "auto" if named in SOURCES and SOURCES.get(named).simulated else named
         interval: Optional[float] = settings.telemetry_interval
     else:
         interval = None
@@ -204,9 +203,9 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
                    limit: float, seed: int, context: Any, telemetry: Any) -> PoolMeasurement:
     from .pool_procs import ProcessPool
 
-    if backend == "onnxruntime":
-        specs = [_with_ort_threads(s) for s in specs]
-    opener = _opener_ref(_backends().get(backend))
+    row = _backends().get(backend)
+    specs = [_with_defaults(s, row.pool_options) for s in specs]
+    opener = _opener_ref(row)
     if opener is not None:
         specs = [s if s.engine_factory is not None else
                  WorkerSpec(index=s.index, model=s.model, options=dict(s.options, opener=opener),
@@ -261,8 +260,8 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
     extra: Dict[str, Any] = {"warmup": warm}
     extra.update(span)
     measured.keep_series(extra)
-    if backend == "onnxruntime":
-        extra["threads_per_worker"] = [s.options.get("threads") for s in specs]
+    for option in row.pool_options:
+        extra[f"{option}_per_worker"] = [s.options.get(option) for s in specs]
     return assemble(specs, workers, backend=backend, clock_kind="wall", window=window,
                     start_skew=skew, telemetry=tele, environment=env, extra=extra)
 
@@ -281,12 +280,14 @@ def _opener_ref(spec: Any) -> Optional[str]:
     return f"{module}:{name}"
 
 
-def _with_ort_threads(spec: WorkerSpec) -> WorkerSpec:
-    if "threads" in spec.options:
+def _with_defaults(spec: WorkerSpec, defaults: Dict[str, Any]) -> WorkerSpec:
+    """The backend's pool defaults (onnxruntime: one thread per worker, so N workers mean N busy
+    cores and the pool measures process contention, not thread oversubscription) under the
+    workload's own options."""
+    if not defaults or all(k in spec.options for k in defaults):
         return spec
-    options = dict(spec.options)
-    options["threads"] = ORT_THREADS
-    return WorkerSpec(index=spec.index, model=spec.model, options=options, engine_factory=spec.engine_factory)
+    return WorkerSpec(index=spec.index, model=spec.model, options=dict(defaults, **spec.options),
+                      engine_factory=spec.engine_factory)
 
 
 # -- the result -------------------------------------------------------------------------------------
