@@ -15,13 +15,18 @@ __all__ = ["BACKENDS", "Engine", "TensorSpec", "open_engine"]
 def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16", batch: int = 1,
                 dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
                 resolution: Any = None, workspace: Any = None, cache_dir: Any = None,
-                processes: int = 1, threads: Optional[int] = None) -> Engine:
+                processes: int = 1, threads: Optional[int] = None, **options: Any) -> Engine:
     """Build (or load from cache) an engine for ``model`` (a zoo name or an ONNX path).
 
     ``processes`` only matters for simulated engines: the prediction is the contended one for one
     of that many processes sharing the device. ``threads`` only for onnxruntime: its intra-op
     threads (pool workers use 1, so N workers compete for cores as N processes would).
+    ``options``: the tensorrt backend's own (``io``, ``cuda_graph``, ``input_shape``,
+    ``precision_fallback``, ``timing_cache``); other backends take none.
     """
+    if options and backend in ("simulated", "onnxruntime"):
+        raise ConfigError(f"{model!r}: option(s) {', '.join(sorted(options))} are for the tensorrt "
+                          f"backend only; the {backend} backend takes none")
     if backend == "simulated":
         from .simulated import SimulatedEngine
 
@@ -42,6 +47,6 @@ def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16
 
         return TensorRTEngine(model, precision=precision, batch=batch, dla_core=dla_core,
                               seed=seed, resolution=resolution, workspace=workspace,
-                              cache_dir=cache_dir, device=device)
+                              cache_dir=cache_dir, device=device, **options)
     raise ConfigError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}; use --jetson-backend "
                       "tensorrt, onnxruntime or simulated")
