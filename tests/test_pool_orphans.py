@@ -29,7 +29,8 @@ def test_a_worker_that_starts_a_child_and_raises_leaves_nothing(monkeypatch):
     with pytest.raises(WorkerError, match="injected failure"):
         run_pool(("fake", {"engine_factory": FAKE, "child": True, "fault": "raise", "fault_worker": 0,
                            "fault_after": 2}), processes=2, **QUICK)
-    assert wait_gone("child-and-raise", 5.0, exclude={os.getpid()}) == []
+    left = wait_gone("child-and-raise", 5.0, exclude={os.getpid()})
+    assert left == [], [(p.pid, p.ppid(), p.cmdline()) for p in left]
 
 
 def test_a_finished_pool_ends_the_children_of_its_workers(monkeypatch):
