@@ -106,6 +106,16 @@ _ROWS = (
            "throughput of the slowest worker of a pool",
            "per_process_throughput needs a process pool: record a process_pool(...) measurement",
            estimator="mean", sample="per_process_throughput"),
+    Metric("latency_gpu", "time", "higher", "the engine (CUDA events)",
+           "GPU compute time of one inference (one batch): trtexec's GPU Compute Time",
+           "only the tensorrt backend times GPU compute (CUDA events around each enqueue); "
+           "simulated and onnxruntime engines have none", estimator="mean", sample="latency_gpu"),
+    Metric("build_time", "time", "higher", "the engine",
+           "seconds to build the engine (a cached TensorRT plan keeps the build's own figure)",
+           "the engine reported no build time (simulated engines are not built)"),
+    Metric("latency_first", "time", "higher", "the engine",
+           "host time of the first inference after the engine is opened (lazy loading, first use)",
+           "the engine reported no first-inference time (simulated engines have none)"),
 )
 
 #: name -> Metric, in the order reports list them.

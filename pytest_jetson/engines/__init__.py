@@ -11,8 +11,10 @@ from typing import Any, Optional
 __all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "open_engine"]
 
 #: Options an opener may be given beside precision, batch and dla_core; each backend uses those it
-#: knows (a simulated engine has no workspace) and ignores the rest, so one test runs on any.
-OPTIONS = frozenset({"resolution", "processes", "threads", "workspace", "cache_dir"})
+#: knows (a simulated engine has no workspace, onnxruntime no CUDA graphs) and ignores the rest,
+#: so a suite written for the board runs unchanged on the simulator or the host.
+OPTIONS = frozenset({"resolution", "input_shape", "processes", "threads", "workspace", "cache_dir",
+                     "io", "cuda_graph", "precision_fallback", "timing_cache"})
 
 _WHERE = {"Engine": "base", "TensorSpec": "base", "BACKENDS": "registry", "Backend": "registry"}
 
@@ -22,9 +24,10 @@ def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16
     """Build (or load from cache) an engine for ``model`` (a zoo name or an ONNX path) with the
     backend called ``backend`` (a row of ``registry.BACKENDS``).
 
-    ``options`` go to the backend's opener: ``resolution`` (all), ``processes`` (simulated: the
-    contended prediction for one of that many processes), ``threads`` (onnxruntime intra-op
-    threads), ``workspace`` and ``cache_dir`` (tensorrt). An opener ignores what it does not use.
+    ``options`` go to the backend's opener: ``resolution`` and ``input_shape`` (all), ``processes``
+    (simulated: the contended prediction for one of that many processes), ``threads`` (onnxruntime
+    intra-op threads), ``workspace``, ``cache_dir``, ``io``, ``cuda_graph``, ``precision_fallback``
+    and ``timing_cache`` (tensorrt). An opener ignores what it does not use.
     """
     from ..errors import EngineError
     from .registry import BACKENDS

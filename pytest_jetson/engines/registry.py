@@ -118,12 +118,15 @@ def _open_onnxruntime(model: Any, *, device: Any = None, clock: Any = None, seed
 
 def _open_tensorrt(model: Any, *, device: Any = None, clock: Any = None, seed: int = 0,
                    precision: str = "fp16", batch: int = 1, dla_core: Optional[int] = None,
-                   resolution: Any = None, workspace: Any = None, cache_dir: Any = None, **_: Any) -> Any:
+                   resolution: Any = None, workspace: Any = None, cache_dir: Any = None,
+                   io: Optional[str] = None, cuda_graph: bool = True, input_shape: Any = None,
+                   precision_fallback: bool = True, timing_cache: bool = True, **_: Any) -> Any:
     from .tensorrt import TensorRTEngine
 
     return TensorRTEngine(model, precision=precision, batch=batch, dla_core=dla_core, seed=seed,
                           resolution=resolution, workspace=workspace, cache_dir=cache_dir,
-                          device=device)
+                          device=device, io=io, cuda_graph=cuda_graph, input_shape=input_shape,
+                          precision_fallback=precision_fallback, timing_cache=timing_cache)
 
 
 BACKENDS: "Registry[Backend]" = Registry("engine backend", "--jetson-backend")

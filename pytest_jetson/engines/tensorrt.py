@@ -1,36 +1,31 @@
-"""The TensorRT backend: build (or load from the plan cache) an engine from ONNX, run it with pycuda.
+"""The TensorRT backend: an engine from ONNX (built, or loaded from the plan cache) or from a plan
+file, run with pycuda and measured the way trtexec measures it.
 
-Build: explicit-batch network from TensorRT's ONNX parser; precision fp32 (TF32 off), tf32, fp16
-or int8 (with fp16 fallback; without a calibrator the tensors get placeholder dynamic ranges, as
-``trtexec --int8`` does: right for timing, meaningless for accuracy); a dynamic batch gets one
-optimization profile (1, batch, batch); DLA core with GPU fallback; a workspace limit; a timing
-cache shared by every build on this TensorRT and GPU.
+Building is ``tensorrt_build`` (shapes, precisions, INT8 scales, DLA placement), running and timing
+``tensorrt_run`` (zero-copy or device buffers, two inferences in flight, CUDA events, CUDA graphs),
+the plan cache ``cache``. This module ties them to the Engine protocol and owns the errors a user
+can cause: each names the model, the board and the fix, and quotes TensorRT where it spoke.
 
-Run: page-locked host buffers and device buffers sized for the profile's maximum batch, one
-stream; per call H2D copies, enqueue, D2H copies, synchronize. CUDA events around the copies
-and the enqueue give the device time of each call (``last_device_time``) and of its compute alone
-(``last_compute_time``), so the harness can separate host-side overhead.
-
-Both runtime APIs are supported and picked by capability, not version strings: the name-based
-one (``num_io_tensors``, ``set_input_shape``, ``set_tensor_address``, ``execute_async_v3``;
-TensorRT 8.5+ and 10.x) and the binding-index one (``num_bindings``, ``set_binding_shape``,
-``execute_async_v2``; JetPack 5's older TensorRT 8).
-
-The CUDA context is the device's primary context, retained in the process that opens the engine
-(never inherited across fork: a pool worker opens its own engine).
+Both runtime APIs are supported and picked by capability: the name-based one (``num_io_tensors``,
+``set_input_shape``, ``set_tensor_address``, ``execute_async_v3``; TensorRT 8.5 and later) and the
+binding-index one (``num_bindings``, ``set_binding_shape``, ``execute_async_v2``; TensorRT 8.2 of
+JetPack 4.6, the newest a Nano or TX2 runs). The CUDA context is the device's primary context,
+retained in the process that opens the engine (never inherited across fork).
 """
 
 import os
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import EngineError, ModelError
+from ..errors import EngineError
 from ..units import parse_size
 from . import cache as plan_cache
+from . import tensorrt_build as tb
 from .base import (
     Engine,
     TensorSpec,
@@ -43,6 +38,7 @@ from .base import (
     read_onnx_io,
     resolve_onnx,
 )
+from .tensorrt_run import IO_MODES, Binding, ProcessContext, Runner
 
 INSTALL_HINT = (
     "on a Jetson, TensorRT's Python bindings come with JetPack: `sudo apt install python3-libnvinfer` "
@@ -51,9 +47,19 @@ INSTALL_HINT = (
     "(`export PATH=/usr/local/cuda/bin:$PATH`). Without a board, use --jetson-backend simulated "
     "or onnxruntime"
 )
-#: Placeholder int8 dynamic range for tensors without calibration (what trtexec uses for timing).
-INT8_PLACEHOLDER_RANGE = 4.0
-DLA_PRECISIONS = ("fp16", "int8")
+PLAN_SUFFIXES = (".engine", ".plan", ".trt")
+DLA_PRECISIONS = tb.DLA_PRECISIONS
+
+# kept importable under their old names
+_ProcessContext = ProcessContext
+
+
+class PrecisionFallbackWarning(UserWarning):
+    """An engine was built in another precision than asked for (the result says which, and why)."""
+
+
+class PlanNoteWarning(UserWarning):
+    """A cached plan is used with a caveat (built in another power mode)."""
 
 
 def import_tensorrt() -> Any:
@@ -72,231 +78,8 @@ def import_pycuda() -> Any:
     return cuda
 
 
-# -- the CUDA context of this process -----------------------------------------------------------
-class _ProcessContext:
-    """The primary context of device 0, retained once per process and shared by its engines."""
-
-    _lock = threading.Lock()
-    _by_pid: Dict[int, "_ProcessContext"] = {}
-
-    def __init__(self, cuda: Any, index: int = 0) -> None:
-        cuda.init()
-        self.cuda = cuda
-        self.device = cuda.Device(index)
-        if hasattr(self.device, "retain_primary_context"):
-            # the primary context is the one the CUDA runtime inside TensorRT uses too
-            self.context = self.device.retain_primary_context()
-            self.context.push()
-        else:
-            self.context = self.device.make_context()
-        self.thread = threading.get_ident()
-        self.users = 0
-
-    @classmethod
-    def acquire(cls, cuda: Any) -> "_ProcessContext":
-        with cls._lock:
-            ctx = cls._by_pid.get(os.getpid())
-            if ctx is None:
-                ctx = cls._by_pid[os.getpid()] = cls(cuda)
-            ctx.users += 1
-            return ctx
-
-    def release(self) -> None:
-        with self._lock:
-            self.users -= 1
-            if self.users > 0:
-                return
-            self._by_pid.pop(os.getpid(), None)
-        if threading.get_ident() == self.thread:
-            try:
-                self.context.pop()
-            finally:
-                if hasattr(self.context, "detach"):
-                    self.context.detach()
-
-    @property
-    def gpu_name(self) -> str:
-        return str(self.device.name())
-
-    @property
-    def compute_capability(self) -> str:
-        major, minor = self.device.compute_capability()
-        return f"{major}.{minor}"
-
-
-# -- logging ------------------------------------------------------------------------------------
-def _make_logger(trt: Any) -> Any:
-    """A TensorRT logger that keeps errors and warnings, so failures can quote them."""
-    base = getattr(trt, "ILogger", None)
-    if base is None:
-        logger = trt.Logger(trt.Logger.WARNING)
-        logger.messages = []
-        return logger
-
-    class _Logger(base):  # type: ignore[misc, valid-type]
-        def __init__(self) -> None:
-            base.__init__(self)
-            self.messages: List[str] = []
-
-        def log(self, severity: Any, msg: str) -> None:
-            sev = getattr(trt.ILogger, "Severity", None)
-            if sev is not None and severity in (getattr(sev, "INFO", None), getattr(sev, "VERBOSE", None)):
-                return
-            self.messages.append(str(msg))
-
-    return _Logger()
-
-
-def _quote(messages: List[str], n: int = 8) -> str:
-    tail = [m for m in messages if m][-n:]
-    return ("\n  TensorRT said:\n    " + "\n    ".join(tail)) if tail else ""
-
-
-# -- building -----------------------------------------------------------------------------------
-def _set_workspace(trt: Any, config: Any, workspace: Optional[int]) -> None:
-    if workspace is None:
-        return
-    if hasattr(config, "set_memory_pool_limit"):
-        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace))
-    else:  # TensorRT < 8.4
-        config.max_workspace_size = int(workspace)
-
-
-def _set_precision(trt: Any, config: Any, precision: str) -> None:
-    flag = trt.BuilderFlag
-    if precision == "fp32":
-        if hasattr(flag, "TF32"):
-            config.clear_flag(flag.TF32)  # TF32 is on by default on Ampere and later
-    elif precision == "tf32":
-        if hasattr(flag, "TF32"):
-            config.set_flag(flag.TF32)
-    elif precision == "fp16":
-        config.set_flag(flag.FP16)
-    elif precision == "int8":
-        config.set_flag(flag.INT8)
-        config.set_flag(flag.FP16)  # layers without int8 kernels fall back to fp16, as trtexec does
-
-
-def _placeholder_int8_ranges(network: Any) -> None:
-    r = INT8_PLACEHOLDER_RANGE
-    tensors = [network.get_input(i) for i in range(network.num_inputs)]
-    for i in range(network.num_layers):
-        layer = network.get_layer(i)
-        tensors.extend(layer.get_output(j) for j in range(layer.num_outputs))
-    for t in tensors:
-        if t is None:
-            continue
-        if hasattr(t, "set_dynamic_range"):
-            t.set_dynamic_range(-r, r)
-        elif hasattr(t, "dynamic_range"):
-            t.dynamic_range = (-r, r)
-
-
-def _profile_shapes(shape: Tuple[int, ...], spec: TensorSpec, batch: int) -> Tuple[Tuple[int, ...], ...]:
-    """(min, opt, max) shapes: the batch dimension from 1 to ``batch``, every other dynamic
-    dimension fixed at what the ONNX spec resolved it to."""
-    lo: List[int] = []
-    opt: List[int] = []
-    hi: List[int] = []
-    for i, d in enumerate(shape):
-        if d is not None and int(d) >= 0:
-            dims = (int(d), int(d), int(d))
-        elif i == 0:
-            dims = (1, batch, batch)
-        else:
-            fixed = spec.shape[i] if i < len(spec.shape) else 1
-            dims = (fixed, fixed, fixed)
-        lo.append(dims[0])
-        opt.append(dims[1])
-        hi.append(dims[2])
-    return tuple(lo), tuple(opt), tuple(hi)
-
-
-def build_plan(trt: Any, path: Any, name: str, precision: str, batch: int, dla_core: Optional[int],
-               workspace: Optional[int], inputs: List[TensorSpec], timing_cache: Optional[Any]) -> bytes:
-    """Parse ``path`` with TensorRT's ONNX parser and build a serialized plan."""
-    logger = _make_logger(trt)
-    builder = trt.Builder(logger)
-    flags = 0
-    creation = getattr(trt, "NetworkDefinitionCreationFlag", None)
-    if creation is not None and hasattr(creation, "EXPLICIT_BATCH"):
-        flags = 1 << int(creation.EXPLICIT_BATCH)  # TensorRT 8; 10.x is explicit-batch only
-    network = builder.create_network(flags)
-    parser = trt.OnnxParser(network, logger)
-    if hasattr(parser, "parse_from_file"):
-        ok = parser.parse_from_file(str(path))  # resolves external weight files beside the graph
-    else:
-        with open(path, "rb") as f:
-            ok = parser.parse(f.read())
-    if not ok:
-        errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
-        raise ModelError(
-            f"{name}: TensorRT's ONNX parser rejected {str(path)!r}:\n    "
-            + "\n    ".join(errors or ["(no parser errors reported)"])
-            + f"\n  Fix: re-export the model with an opset and operators TensorRT {trt.__version__} supports "
-            "(simplifying it with onnx-simplifier often helps), or pick a zoo model"
-        )
-
-    config = builder.create_builder_config()
-    _set_workspace(trt, config, workspace)
-    _set_precision(trt, config, precision)
-    if dla_core is not None:
-        config.default_device_type = trt.DeviceType.DLA
-        config.DLA_core = int(dla_core)
-        config.set_flag(trt.BuilderFlag.GPU_FALLBACK)
-
-    by_name = {s.name: s for s in inputs}
-    profile = None
-    for i in range(network.num_inputs):
-        tensor = network.get_input(i)
-        shape = tuple(tensor.shape)
-        if any(int(d) < 0 for d in shape):
-            if profile is None:
-                profile = builder.create_optimization_profile()
-            spec = by_name.get(tensor.name, TensorSpec(tensor.name, tuple(max(1, int(d)) for d in shape), np.float32))
-            profile.set_shape(tensor.name, *_profile_shapes(shape, spec, batch))
-    if profile is not None:
-        config.add_optimization_profile(profile)
-    if precision == "int8" and getattr(config, "int8_calibrator", None) is None:
-        _placeholder_int8_ranges(network)
-
-    cache_obj = None
-    if timing_cache is not None and hasattr(config, "create_timing_cache"):
-        try:
-            data = timing_cache.read_bytes() if timing_cache.is_file() else b""
-        except OSError:
-            data = b""
-        cache_obj = config.create_timing_cache(data)
-        if not config.set_timing_cache(cache_obj, False):
-            # a timing cache from another TensorRT/GPU: start an empty one rather than fail
-            cache_obj = config.create_timing_cache(b"")
-            config.set_timing_cache(cache_obj, False)
-
-    serialized = builder.build_serialized_network(network, config)
-    if serialized is None:
-        hint = "dla_core=None (GPU), " if dla_core is not None else ""
-        raise EngineError(
-            f"{name}: TensorRT could not build an engine from {str(path)!r}; try {hint}a larger "
-            f"workspace= (now {workspace if workspace is not None else 'the default'}), another "
-            f"precision than {precision}, or a smaller batch than {batch}" + _quote(logger.messages)
-        )
-    if cache_obj is not None and timing_cache is not None:
-        try:
-            plan_cache.write_atomic(timing_cache, bytes(config.get_timing_cache().serialize()))
-        except OSError:
-            pass  # the timing cache only speeds up the next build
-    return bytes(serialized)
-
-
-# -- the engine ---------------------------------------------------------------------------------
-class _Binding:
-    __slots__ = ("name", "index", "is_input", "dtype", "host", "device", "spec")
-
-    def __init__(self, name: str, index: int, is_input: bool, dtype: Any) -> None:
-        self.name, self.index, self.is_input, self.dtype = name, index, is_input, np.dtype(dtype)
-        self.host: Any = None
-        self.device: Any = None
-        self.spec: Optional[TensorSpec] = None
+def _is_plan_file(model: Any) -> bool:
+    return is_path(model) and Path(str(model)).suffix.lower() in PLAN_SUFFIXES
 
 
 class TensorRTEngine(Engine):
@@ -304,19 +87,30 @@ class TensorRTEngine(Engine):
 
     def __init__(self, model: Any, precision: str = "fp16", batch: int = 1, dla_core: Optional[int] = None,
                  seed: int = 0, resolution: Any = None, workspace: Any = None, cache_dir: Any = None,
-                 device: Any = None, timing_cache: bool = True) -> None:
+                 device: Any = None, timing_cache: bool = True, io: Optional[str] = None,
+                 cuda_graph: bool = True, input_shape: Any = None, precision_fallback: bool = True) -> None:
         super().__init__()
         from ..clock import WallClock
 
         label = model_label(model)
         where = f"tensorrt engine {label!r}"
-        self.precision = check_precision(precision, where)
+        self.requested_precision = check_precision(precision, where)
+        self.precision = self.requested_precision
         self.batch = check_open_batch(batch, where)
         self.model = str(model) if is_path(model) else label
+        self.label = label
         self.name = engine_name(label, self.precision, self.batch, dla_core)
         self.dla_core = dla_core
-        self.clock = WallClock()  # latencies are what the host sees; CUDA events give device time
+        self.device = device
+        self.clock = WallClock()  # host time: throughput is items over the host's wall clock
+        self.notes: List[str] = []
+        self.placement: Optional[tb.Placement] = None
+        self.build_time: Optional[float] = None
+        self.build_time_source: Optional[str] = None
+        self.latency_first: Optional[float] = None
         self.last_compute_time: Optional[float] = None
+        if io is not None and io not in IO_MODES:
+            raise EngineError(f"{self.name}: io={io!r} is not one of {', '.join(IO_MODES)}")
         if dla_core is not None and self.precision not in DLA_PRECISIONS:
             raise EngineError(f"{self.name}: the DLA runs fp16 or int8, not {self.precision}; use "
                               "precision='fp16' or 'int8', or dla_core=None")
@@ -327,129 +121,231 @@ class TensorRTEngine(Engine):
                                   f"{dla_core} does not exist; use dla_core=None (GPU)")
         workspace_bytes = None if workspace is None else parse_size(workspace, f"{self.name}: workspace")
 
-        self.path = resolve_onnx(model, where, resolution=resolution)
-        specs, _outputs, fixed = read_onnx_io(self.path, self.batch, where)
-        if fixed is not None and fixed != self.batch:
-            raise EngineError(f"{self.name}: {str(self.path)!r} has a fixed batch of {fixed}; open it "
-                              f"with batch={fixed} or export the ONNX with a dynamic batch dimension")
+        self.plan_file = _is_plan_file(model)
+        if self.plan_file:
+            self.path = Path(str(model))
+            if not self.path.is_file():
+                raise EngineError(f"{where}: plan file {str(self.path)!r} does not exist; pass an "
+                                  "existing .engine/.plan file, an .onnx path or a zoo name")
+        else:
+            self.path = resolve_onnx(model, where, resolution=resolution)
+            _specs, _outputs, fixed = read_onnx_io(self.path, self.batch, where)
+            if fixed is not None and fixed != self.batch:
+                raise EngineError(f"{self.name}: {str(self.path)!r} has a fixed batch of {fixed}; open "
+                                  f"it with batch={fixed} or export the ONNX with a dynamic batch dimension")
 
         self._trt = trt = import_tensorrt()
         self._cuda = cuda = import_pycuda()
         self._pid = os.getpid()
-        self._ctx = _ProcessContext.acquire(cuda)
+        self._ctx: Optional[ProcessContext] = ProcessContext.acquire(cuda)
+        self._runner: Optional[Runner] = None
         try:
-            self._open(trt, cuda, specs, workspace_bytes, cache_dir, timing_cache)
-            self._bind(self.batch)
-            self.inputs = [b.spec for b in self._bindings if b.is_input]
-            self.outputs = [b.spec for b in self._bindings if not b.is_input]
+            self.board = self._board(device)
+            self.io = io or ("mapped" if self._ctx.integrated else "device")
+            if not self.plan_file:
+                self.precision, note = tb.effective_precision(
+                    self.name, self.precision, self.board, dla_core is not None, precision_fallback)
+                if note:
+                    self.notes.append(note)
+                    self.name = engine_name(label, self.precision, self.batch, dla_core)
+                    warnings.warn(f"{self.name}: {note}", PrecisionFallbackWarning, stacklevel=3)
+            self._open(trt, workspace_bytes, cache_dir, timing_cache, resolution, input_shape)
+            self._bind_all(trt, cuda, cuda_graph)
             self._fill_inputs(seed)
+            t0 = time.perf_counter()
+            self._runner.run_once(self.batch)  # type: ignore[union-attr]
+            self.latency_first = time.perf_counter() - t0
         except BaseException:
             self._release()
             raise
 
+    # -- the board ------------------------------------------------------------------------------
+    def _board(self, device: Any) -> tb.Board:
+        ctx = self._ctx
+        assert ctx is not None
+        label = getattr(device, "name", None) if device is not None and not getattr(device, "simulated", True) \
+            else None
+        return tb.Board(label=str(label or ctx.gpu_name), compute_capability=ctx.compute_capability)
+
     # -- build or load --------------------------------------------------------------------------
-    def _open(self, trt: Any, cuda: Any, specs: List[TensorSpec], workspace: Optional[int],
-              cache_dir: Any, use_timing_cache: bool) -> None:
-        folder = plan_cache.default_cache_dir() if cache_dir is None else Path(cache_dir)
-        key = plan_cache.PlanKey(
+    def _key(self, trt: Any, workspace: Optional[int], resolution: Any, input_shape: Any,
+             mode: Optional[str]) -> plan_cache.PlanKey:
+        ctx = self._ctx
+        assert ctx is not None
+        return plan_cache.PlanKey(
             onnx_sha256=plan_cache.onnx_digest(self.path), tensorrt=str(trt.__version__),
-            gpu_name=self._ctx.gpu_name, compute_capability=self._ctx.compute_capability,
+            module=plan_cache.module_identity(self.device, ctx.gpu_name), sm_count=ctx.sm_count,
+            compute_capability=ctx.compute_capability,
             options={"precision": self.precision, "batch": self.batch, "dla_core": self.dla_core,
                      "gpu_fallback": self.dla_core is not None, "workspace": workspace,
-                     "int8": "placeholder-ranges" if self.precision == "int8" else None},
+                     "int8": mode, "resolution": resolution,
+                     "input_shape": None if input_shape is None else repr(input_shape)},
         )
+
+    def _power_mode(self) -> Optional[str]:
+        mode = getattr(self.device, "power_mode", None)
+        return None if mode is None or getattr(self.device, "simulated", True) else str(mode.name)
+
+    def _open(self, trt: Any, workspace: Optional[int], cache_dir: Any, use_timing_cache: bool,
+              resolution: Any, input_shape: Any) -> None:
+        self._logger = tb.process_logger(trt)
+        if self.plan_file:
+            plan = self.path.read_bytes()
+            self.plan_path = self.path
+            self.built = False
+            self._runtime, engine = self._deserialize(trt, plan)
+            if engine is None:
+                raise EngineError(
+                    f"{self.name}: TensorRT {trt.__version__} cannot load the plan file "
+                    f"{str(self.path)!r} on {self.board.label}: it is corrupt, not a TensorRT plan, "
+                    "or was built by another TensorRT version or for another GPU. Fix: rebuild it "
+                    "on this board with this TensorRT (trtexec --onnx=... --saveEngine=...), or pass "
+                    "the .onnx and let pytest-jetson build and cache it" + tb.quote(self._last_errors, 6)
+                )
+            self._finish_open(trt, engine, plan)
+            return
+        folder = plan_cache.default_cache_dir() if cache_dir is None else Path(cache_dir)
+        mode = None
+        if self.precision == "int8":
+            import onnx
+
+            from .qdq import has_qdq
+
+            mode = tb.int8_mode(trt, has_qdq(onnx.load(str(self.path), load_external_data=False)))
+        key = self._key(trt, workspace, resolution, input_shape, mode)
         self.plan_path = plan_cache.plan_path(folder, self.name, key)
-        timing = plan_cache.timing_cache_path(folder, key.tensorrt, key.gpu_name, key.compute_capability) \
-            if use_timing_cache else None
-        self._logger = _make_logger(trt)
-        self._runtime = trt.Runtime(self._logger)
-        if self.dla_core is not None:
-            self._runtime.DLA_core = int(self.dla_core)
+        timing = plan_cache.timing_cache_path(folder, key) if use_timing_cache else None
         self.built = False
         with plan_cache.lock(self.plan_path):
-            plan = plan_cache.load(self.plan_path, key, self.name)
-            engine = self._deserialize(plan) if plan is not None else None
-            if plan is not None and engine is None:
-                warnings.warn(
-                    f"{self.name}: TensorRT could not load the cached plan {str(self.plan_path)!r} "
-                    "(corrupt); rebuilding it" + _quote(self._logger.messages, 3),
-                    plan_cache.PlanCacheWarning, stacklevel=4,
-                )
+            found = plan_cache.load_with_header(self.plan_path, key, self.name)
+            engine = None
+            plan: Optional[bytes] = None
+            if found is not None:
+                plan, header = found
+                self._runtime, engine = self._deserialize(trt, plan)
+                if engine is None:
+                    warnings.warn(
+                        f"{self.name}: TensorRT could not load the cached plan {str(self.plan_path)!r} "
+                        "(corrupt); rebuilding it" + tb.quote(self._last_errors, 3),
+                        plan_cache.PlanCacheWarning, stacklevel=4,
+                    )
+                else:
+                    self._from_header(header.get("built") or {})
             if engine is None:
-                plan = build_plan(trt, self.path, self.name, self.precision, self.batch, self.dla_core,
-                                  workspace, specs, timing)
-                plan_cache.store(self.plan_path, key, plan)
-                self.built = True
-                engine = self._deserialize(plan)
+                qdq_path = None
+                if mode == "placeholder-qdq":
+                    from .qdq import qdq_copy
+
+                    qdq_path = qdq_copy(self.path, folder / f"{self.plan_path.stem}.qdq.onnx")
+                request = tb.Request(self.name, self.path, self.precision, self.batch, self.dla_core,
+                                     workspace, int8_mode=mode)
+                try:
+                    done = tb.build(trt, request, self.board, resolution=resolution if self._is_user_onnx()
+                                    else None, input_shape=input_shape, timing_cache=timing,
+                                    qdq_path=qdq_path)
+                finally:
+                    if qdq_path is not None:
+                        qdq_path.unlink()
+                plan = done.plan
+                self._runtime, engine = self._deserialize(trt, plan)
                 if engine is None:
                     raise EngineError(f"{self.name}: TensorRT built a plan it cannot load back"
-                                      + _quote(self._logger.messages))
+                                      + tb.quote(self._last_errors))
+                if self.dla_core is not None and done.placement is None:
+                    done.placement = tb.placement_from_inspector(trt, engine, done.layer_names, int(self.dla_core))
+                self.placement = done.placement
+                self.build_time, self.build_time_source = done.seconds, "built in this session"
+                built = {"seconds": done.seconds, "power_mode": self._power_mode(),
+                         "placement": None if done.placement is None else done.placement.to_dict()}
+                plan_cache.store(self.plan_path, key, plan, built)
+                self.built = True
+        assert plan is not None
+        self._finish_open(trt, engine, plan)
+
+    def _is_user_onnx(self) -> bool:
+        # a zoo model is built at its resolution already; a user's ONNX takes it as H, W
+        return is_path(self.model)
+
+    def _from_header(self, built: Dict[str, Any]) -> None:
+        if built.get("seconds") is not None:
+            self.build_time, self.build_time_source = float(built["seconds"]), "plan cache"
+        if built.get("placement"):
+            self.placement = tb.Placement.from_dict(built["placement"])
+        then, now = built.get("power_mode"), self._power_mode()
+        if then and now and then != now:
+            note = (f"the cached plan was built in power mode {then} and is used in {now}: tactics "
+                    "were timed at other clocks (delete it from the plan cache to rebuild here)")
+            self.notes.append(note)
+            warnings.warn(f"{self.name}: {note}", PlanNoteWarning, stacklevel=5)
+
+    def _deserialize(self, trt: Any, plan: bytes) -> Tuple[Any, Any]:
+        runtime = trt.Runtime(self._logger)
+        if self.dla_core is not None:
+            runtime.DLA_core = int(self.dla_core)
+        mark = self._logger.heard.mark()
+        try:
+            engine = runtime.deserialize_cuda_engine(plan)
+        except Exception:  # some TensorRT versions raise instead of returning None
+            engine = None
+        self._last_errors = self._logger.heard.since(mark, 1)
+        return runtime, engine
+
+    def _finish_open(self, trt: Any, engine: Any, plan: bytes) -> None:
         self._engine = engine
         self._plan_bytes = len(plan)
         self._context = engine.create_execution_context()
         if self._context is None:
-            raise EngineError(f"{self.name}: TensorRT could not create an execution context (out of "
-                              "device memory?)" + _quote(self._logger.messages))
+            raise EngineError(f"{self.name}: TensorRT could not create an execution context on "
+                              f"{self.board.label} (out of device memory?)" + tb.quote(self._logger.heard.since(0, 1)))
         self._v3 = hasattr(engine, "num_io_tensors") and hasattr(self._context, "execute_async_v3")
-        self._bindings = self._discover(trt, specs)
-        self.max_batch = self._profile_max_batch()
-        self._allocate(cuda)
-        self.stream = cuda.Stream()
-        self._events = [cuda.Event() for _ in range(4)]
-        act = getattr(engine, "device_memory_size_v2", None) or getattr(engine, "device_memory_size", 0) or 0
-        io = sum(b.host.nbytes for b in self._bindings)
-        self.memory_bytes = int(act) + self._plan_bytes + io
 
-    def _deserialize(self, plan: Optional[bytes]) -> Any:
-        if plan is None:
-            return None
-        try:
-            return self._runtime.deserialize_cuda_engine(plan)
-        except Exception:  # some TensorRT versions raise instead of returning None
-            return None
-
-    def _discover(self, trt: Any, specs: List[TensorSpec]) -> List[_Binding]:
+    # -- bindings -------------------------------------------------------------------------------
+    def _discover(self, trt: Any) -> List[Binding]:
         engine = self._engine
-        out: List[_Binding] = []
+        out: List[Binding] = []
         if self._v3:
             for i in range(engine.num_io_tensors):
                 name = engine.get_tensor_name(i)
                 is_input = engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT
-                out.append(_Binding(name, i, is_input, trt.nptype(engine.get_tensor_dtype(name))))
+                out.append(Binding(name, i, is_input, trt.nptype(engine.get_tensor_dtype(name))))
         else:
             for i in range(engine.num_bindings):
-                out.append(_Binding(engine.get_binding_name(i), i, bool(engine.binding_is_input(i)),
-                                    trt.nptype(engine.get_binding_dtype(i))))
+                out.append(Binding(engine.get_binding_name(i), i, bool(engine.binding_is_input(i)),
+                                   trt.nptype(engine.get_binding_dtype(i))))
         return out
 
-    def _engine_shape(self, b: _Binding) -> Tuple[int, ...]:
+    def _engine_shape(self, b: Binding) -> Tuple[int, ...]:
         e = self._engine
         shape = e.get_tensor_shape(b.name) if self._v3 else e.get_binding_shape(b.index)
         return tuple(int(d) for d in shape)
 
-    def _profile_max_batch(self) -> int:
-        best = None
+    def _profile(self, b: Binding) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
+        if self._v3:
+            lo, opt, hi = self._engine.get_tensor_profile_shape(b.name, 0)
+        else:
+            lo, opt, hi = self._engine.get_profile_shape(0, b.index)
+        return tuple(map(int, lo)), tuple(map(int, opt)), tuple(map(int, hi))
+
+    def _profile_batches(self) -> Tuple[int, int]:
+        """(smallest, largest) batch every input's profile allows."""
+        lo_b, hi_b = 1, None
         for b in self._bindings:
             if not b.is_input:
                 continue
             shape = self._engine_shape(b)
             if shape and shape[0] >= 0:
-                best = shape[0] if best is None else min(best, shape[0])
+                lo_b, hi_b = max(lo_b, shape[0]), shape[0] if hi_b is None else min(hi_b, shape[0])
                 continue
-            if self._v3:
-                _lo, _opt, hi = self._engine.get_tensor_profile_shape(b.name, 0)
-            else:
-                _lo, _opt, hi = self._engine.get_profile_shape(0, b.index)
-            best = int(hi[0]) if best is None else min(best, int(hi[0]))
-        return int(best or self.batch)
+            lo, _opt, hi = self._profile(b)
+            lo_b = max(lo_b, lo[0])
+            hi_b = hi[0] if hi_b is None else min(hi_b, hi[0])
+        return lo_b, int(hi_b or self.batch)
 
-    def _input_shape(self, b: _Binding, batch: int) -> Tuple[int, ...]:
+    def _input_shape(self, b: Binding, batch: int) -> Tuple[int, ...]:
         shape = list(self._engine_shape(b))
-        if shape:
-            shape[0] = batch if shape[0] < 0 else shape[0]
-        if self._v3 and any(d < 0 for d in shape):
-            hi = self._engine.get_tensor_profile_shape(b.name, 0)[2]
-            shape = [batch if i == 0 else int(hi[i]) for i in range(len(shape))]
+        if any(d < 0 for d in shape):
+            hi = self._profile(b)[2]
+            shape = [batch if i == 0 else (hi[i] if d < 0 else d) for i, d in enumerate(shape)]
         return tuple(shape)
 
     def _set_shapes(self, batch: int) -> Dict[str, Tuple[int, ...]]:
@@ -459,10 +355,14 @@ class TensorRTEngine(Engine):
         for b in self._bindings:
             if b.is_input:
                 shape = self._input_shape(b, batch)
+                mark = self._logger.heard.mark()
                 ok = ctx.set_input_shape(b.name, shape) if self._v3 else ctx.set_binding_shape(b.index, shape)
                 if ok is False:
-                    raise EngineError(f"{self.name}: TensorRT refused input shape {shape} for {b.name!r}"
-                                      f" (the profile allows batch 1..{getattr(self, 'max_batch', batch)})")
+                    lo, _opt, hi = self._profile(b)
+                    raise EngineError(
+                        f"{self.name}: TensorRT refused input shape {shape} for {b.name!r} on "
+                        f"{self.board.label}: the engine's profile covers {lo} to {hi}. Open the "
+                        f"engine with batch={batch}" + tb.quote(self._logger.heard.since(mark, 1), 4))
                 shapes[b.name] = shape
         for b in self._bindings:
             if not b.is_input:
@@ -470,36 +370,43 @@ class TensorRTEngine(Engine):
                 shapes[b.name] = tuple(int(d) for d in shape)
         return shapes
 
-    def _allocate(self, cuda: Any) -> None:
+    def _bind_all(self, trt: Any, cuda: Any, cuda_graph: bool) -> None:
+        self._bindings = self._bindings_list = self._discover(trt)
+        lo, hi = self._profile_batches()
+        self.max_batch = hi
+        if self.plan_file:
+            if not lo <= self.batch <= hi:
+                raise EngineError(f"{self.name}: the plan file's profile covers batch {lo} to {hi}, "
+                                  f"not {self.batch}; open it with batch={hi}")
         shapes = self._set_shapes(self.max_batch)
         for b in self._bindings:
-            shape = shapes[b.name]
-            b.host = cuda.pagelocked_empty(shape, b.dtype)
-            b.device = cuda.mem_alloc(max(1, b.host.nbytes))
+            b.allocate(cuda, shapes[b.name], self.io)
             if self._v3:
-                self._context.set_tensor_address(b.name, int(b.device))
-        self._bindings_ptrs = [int(b.device) for b in sorted(self._bindings, key=lambda x: x.index)]
-        self._bound: Optional[int] = None
-
-    def _bind(self, batch: int) -> None:
-        shapes = self._set_shapes(batch)
-        for b in self._bindings:
-            b.spec = TensorSpec(b.name, shapes[b.name], b.dtype)
-        self._views = [(b, b.host.reshape(-1)[: int(np.prod(shapes[b.name]))].reshape(shapes[b.name]))
-                       for b in self._bindings]
-        self._in_views = [(b.device, v) for b, v in self._views if b.is_input]
-        self._out_views = [(b.device, v) for b, v in self._views if not b.is_input]
-        self._outputs = {b.name: v for b, v in self._views if not b.is_input}
-        self._bound = batch
+                self._context.set_tensor_address(b.name, b.address)
+        self._runner = Runner(cuda, self._context, self._bindings, self.io, self._v3, self._set_shapes,
+                              graphs=cuda_graph, name=self.name)
+        shapes = self._runner.bind(self.batch)
+        specs = {b.name: TensorSpec(b.name, shapes[b.name], b.dtype) for b in self._bindings}
+        self.inputs = [specs[b.name] for b in self._bindings if b.is_input]
+        self.outputs = [specs[b.name] for b in self._bindings if not b.is_input]
+        act = getattr(self._engine, "device_memory_size_v2", None)
+        if act is None:  # before TensorRT 10.1 (deprecated from there)
+            act = getattr(self._engine, "device_memory_size", 0)
+        io_bytes = sum(b.host.nbytes for b in self._bindings)
+        self.memory_bytes = int(act or 0) + self._plan_bytes + io_bytes
 
     def _fill_inputs(self, seed: int) -> None:
-        feeds = make_inputs([b.spec for b in self._bindings if b.is_input], self.max_batch, seed)
+        feeds = make_inputs([TensorSpec(b.name, b.host.shape, b.dtype) for b in self._bindings if b.is_input],
+                            self.max_batch, seed)
         for b in self._bindings:
             if b.is_input:
                 b.host.reshape(-1)[:] = feeds[b.name].reshape(-1)
+        runner = self._runner
+        assert runner is not None
+        runner.bound = None  # re-bind: device buffers take the inputs again
 
     # -- running --------------------------------------------------------------------------------
-    def _infer(self, batch: int) -> Dict[str, np.ndarray]:
+    def _check_usable(self) -> None:
         if self.closed:
             raise EngineError(f"{self.name}: infer() on a closed engine")
         if os.getpid() != self._pid:
@@ -507,55 +414,84 @@ class TensorRTEngine(Engine):
                 f"{self.name}: opened in process {self._pid}, used in process {os.getpid()}; a CUDA "
                 "context does not survive fork: open the engine in the process that runs it"
             )
-        pushed = threading.get_ident() != self._ctx.thread
+
+    def _in_context(self, fn: Any, *args: Any) -> Any:
+        self._check_usable()
+        ctx = self._ctx
+        assert ctx is not None
+        pushed = threading.get_ident() != ctx.thread
         if pushed:
-            self._ctx.context.push()
+            ctx.context.push()
         try:
-            return self._run(batch)
+            return fn(*args)
         finally:
             if pushed:
-                self._ctx.context.pop()
+                ctx.context.pop()
 
-    def _run(self, batch: int) -> Dict[str, np.ndarray]:
-        cuda, stream, ev = self._cuda, self.stream, self._events
-        if batch != self._bound:
-            self._bind(batch)
-        ev[0].record(stream)
-        for dev, host in self._in_views:
-            cuda.memcpy_htod_async(dev, host, stream)
-        ev[1].record(stream)
-        if self._v3:
-            ok = self._context.execute_async_v3(stream.handle)
-        else:
-            ok = self._context.execute_async_v2(bindings=self._bindings_ptrs, stream_handle=stream.handle)
-        if ok is False:
-            raise EngineError(f"{self.name}: TensorRT failed to enqueue the batch" + _quote(self._logger.messages))
-        ev[2].record(stream)
-        for dev, host in self._out_views:
-            cuda.memcpy_dtoh_async(host, dev, stream)
-        ev[3].record(stream)
-        stream.synchronize()
-        # time_since is in milliseconds
-        self.last_device_time = ev[3].time_since(ev[0]) * 1e-3
-        self.last_compute_time = ev[2].time_since(ev[1]) * 1e-3
-        return self._outputs
+    def _infer(self, batch: int) -> Dict[str, np.ndarray]:
+        runner = self._runner
+        assert runner is not None
+        out = self._in_context(runner.run_once, batch)
+        self.last_device_time, self.last_compute_time = runner.last
+        return out
+
+    def timed_run(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
+                  latencies: List[float], ends: List[float], gpu_times: Optional[List[float]]) -> float:
+        """The harness's timed loop, run here: back to back with inferences in flight (see
+        ``tensorrt_run``). Appends one latency (CUDA events, first copy or kernel to last), one
+        host completion time and one GPU compute time per inference; returns the last
+        completion time (``t_start`` when nothing ran)."""
+        if batch != self.batch:
+            batch = self.check_batch(batch)
+        runner = self._runner
+        assert runner is not None
+        last = self._in_context(runner.timed_run, batch, self.clock.now, until_t, until_n,
+                                latencies, ends, gpu_times)
+        return t_start if last is None else last
+
+    def measurement_extra(self) -> Dict[str, Any]:
+        """What a Measurement of this engine carries beyond its samples (Measurement.extra)."""
+        runner = self._runner
+        extra: Dict[str, Any] = {
+            "io": self.io, "inflight": 2, "cuda_graph": runner.graph_state if runner is not None else "off",
+            "build_time": self.build_time, "build_time_source": self.build_time_source,
+            "latency_first": self.latency_first, "board": self.board.label,
+            "tensorrt": str(getattr(self._trt, "__version__", "")),
+        }
+        if self.placement is not None:
+            extra["placement"] = self.placement.describe()
+            extra["gpu_layers"] = list(self.placement.gpu_layers)
+        if self.requested_precision != self.precision:
+            extra["requested_precision"] = self.requested_precision
+        if self.notes:
+            extra["notes"] = list(self.notes)
+        return extra
+
+    def describe(self) -> Dict[str, Any]:
+        d = super().describe()
+        d.update(self.measurement_extra())
+        return d
 
     # -- closing --------------------------------------------------------------------------------
     def _release(self) -> None:
-        for b in getattr(self, "_bindings", []):
-            if b.device is not None and hasattr(b.device, "free"):
-                try:
-                    b.device.free()
-                except Exception:
-                    pass  # the context may already be gone at interpreter exit
-            b.device = b.host = None
-        for attr in ("_context", "_engine", "_runtime", "stream", "_events"):
-            if hasattr(self, attr):
-                setattr(self, attr, None)
-        ctx = getattr(self, "_ctx", None)
-        if ctx is not None and os.getpid() == self._pid:
+        ctx = self._ctx
+        here = ctx is not None and os.getpid() == self._pid
+        if here and self._runner is not None:
+            pushed = threading.get_ident() != ctx.thread  # type: ignore[union-attr]
+            if pushed:
+                ctx.context.push()  # type: ignore[union-attr]
+            try:
+                self._runner.close()
+            finally:
+                if pushed:
+                    ctx.context.pop()  # type: ignore[union-attr]
+        self._runner = None
+        for attr in ("_context", "_engine", "_runtime"):
+            setattr(self, attr, None)
+        self._bindings = []
+        if here:
             self._ctx = None
-            ctx.release()
+            ctx.release()  # type: ignore[union-attr]
 
     def close(self) -> None:
         if not self.closed:

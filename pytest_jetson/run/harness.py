@@ -97,6 +97,11 @@ def _run_until(engine: Any, batch: int, now: Callable[[], float], t_start: float
                dev: Optional[List[float]]) -> float:
     """Run back to back from ``t_start`` until the clock passes ``until_t`` or ``until_n`` more
     iterations ran; append latencies and end times. Returns the last end time."""
+    timed_run = getattr(engine, "timed_run", None)
+    if timed_run is not None:
+        # hook: an engine that runs the timed loop itself (TensorRT keeps inferences in flight
+        # and times each with CUDA events, as trtexec does); same lists, same return value
+        return timed_run(batch, t_start, until_t, until_n, lat, ends, dev)
     infer = engine.infer
     prev = t_start
     n = 0
@@ -220,6 +225,10 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     extra = {"mode": mode, "warmup": warm, "warmup_iterations": len(warm_lat)}
     if mode == "adaptive":
         extra.update(window=win, stability=float(stability), max_duration=max_dur)
+    # hook: what the engine says of how it ran (I/O mode, CUDA graphs, build time, placement)
+    engine_extra = getattr(engine, "measurement_extra", None)
+    if engine_extra is not None:
+        extra.update(engine_extra())
     prediction = _prediction(engine, b)
     if prediction is not None and hasattr(prediction, "to_dict"):
         extra["prediction"] = prediction.to_dict()

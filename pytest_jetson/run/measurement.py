@@ -155,6 +155,24 @@ class Measurement:
     def per_process_throughput(self) -> Optional[float]:
         return None
 
+    @property
+    def latency_gpu(self) -> Optional[float]:
+        """Mean GPU compute time per inference (CUDA events; trtexec's GPU Compute Time)."""
+        dev = self.device_latencies
+        return float(np.mean(dev)) if dev else None
+
+    @property
+    def build_time(self) -> Optional[float]:
+        return self._extra_seconds("build_time")
+
+    @property
+    def latency_first(self) -> Optional[float]:
+        return self._extra_seconds("latency_first")
+
+    def _extra_seconds(self, key: str) -> Optional[float]:
+        value = self.extra.get(key)
+        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
     def metric(self, name: str) -> Optional[float]:
         """The value of a perf metric by name (None where nothing measured it)."""
         if name not in METRICS:
@@ -167,6 +185,10 @@ class Measurement:
     def metric_samples(self, name: str) -> Optional[List[float]]:
         """Per-sample values of a metric, for rank tests: latencies for latency metrics, per-window
         (or per-iteration) throughput for throughput; None where only a summary exists."""
+        if name == "latency_gpu":
+            return list(self.device_latencies) if self.device_latencies else None
+        if name == "latency_first":
+            return None
         if name.startswith("latency_"):
             return list(self.latencies)
         if name == "throughput":

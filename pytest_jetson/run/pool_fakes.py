@@ -8,8 +8,11 @@ Pass ``engine_factory="pytest_jetson.run.pool_fakes:open_fake"`` in a workload's
 Every worker's engine sleeps ``delay`` seconds per ``infer`` (``work="spin"``: burns the CPU
 instead, like CPU inference). The worker whose index is ``fault_worker`` (default every worker)
 misbehaves as ``fault`` says: ``raise-on-load``, ``hang-on-load``, ``raise`` / ``segfault`` /
-``kill`` (SIGKILL, as the OOM killer) / ``exit`` / ``hang`` after ``fault_after`` inferences of the timed window (warm-up calls do not
-count). It prints a line first so tests can check that the worker's last output is reported.
+``kill`` (SIGKILL, as the OOM killer) / ``exit`` / ``hang`` / ``hang-native`` (stuck in a C call
+that holds the GIL, as a driver call can be) after ``fault_after`` inferences of the timed window
+(warm-up calls do not count). It prints a line first so tests can check that the worker's last
+output is reported. ``child=True``: every worker starts a child process of its own when it opens
+its engine (as a library's helper process would), which sleeps until it is killed.
 """
 
 import os
@@ -19,7 +22,7 @@ from typing import Any, Optional
 
 WORKER_ENV = "PYTEST_JETSON_POOL_WORKER"
 
-FAULTS = ("raise-on-load", "hang-on-load", "raise", "segfault", "kill", "exit", "hang")
+FAULTS = ("raise-on-load", "hang-on-load", "raise", "segfault", "kill", "exit", "hang", "hang-native")
 
 
 def worker_index() -> Optional[int]:
@@ -90,6 +93,11 @@ class FakeEngine:
         if self.fault == "hang":
             while True:
                 time.sleep(3600)
+        if self.fault == "hang-native":
+            import ctypes
+
+            # a PyDLL call keeps the GIL: no Python thread of this process runs again
+            ctypes.PyDLL(None).sleep(3600)
 
     def close(self) -> None:
         pass
@@ -98,13 +106,18 @@ class FakeEngine:
 def open_fake(model: Any, *, backend: str = "fake", device: Any = None, seed: int = 0, processes: int = 1,
               precision: str = "fp16", batch: int = 1, delay: float = 0.001, work: str = "sleep",
               fault: Optional[str] = None, fault_worker: Optional[int] = None, fault_after: int = 0,
-              load_s: float = 0.0, **_: Any) -> FakeEngine:
+              load_s: float = 0.0, child: bool = False, **_: Any) -> FakeEngine:
     """Open a FakeEngine (the signature of ``open_engine``, plus the knobs above)."""
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"fault={fault!r} is not one of {', '.join(FAULTS)}")
     mine = fault_worker is None or fault_worker == worker_index()
     if load_s:
         time.sleep(load_s)
+    if child:
+        import subprocess
+
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        print(f"fake engine {model}: started child process {proc.pid}", flush=True)
     if mine and fault == "raise-on-load":
         print(f"fake engine {model}: cannot load", file=sys.stderr, flush=True)
         from ..errors import ModelError
@@ -114,5 +127,5 @@ def open_fake(model: Any, *, backend: str = "fake", device: Any = None, seed: in
         print(f"fake engine {model}: hanging while loading", flush=True)
         while True:
             time.sleep(3600)
-    in_window = fault if (mine and fault in ("raise", "segfault", "kill", "exit", "hang")) else None
+    in_window = fault if (mine and fault in ("raise", "segfault", "kill", "exit", "hang", "hang-native")) else None
     return FakeEngine(str(model), precision, batch, delay, work, in_window, fault_after)

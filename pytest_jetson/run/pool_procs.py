@@ -6,6 +6,10 @@ barrier itself: it waits on the workers' pipes and process sentinels together, s
 raises, dies from a signal or hangs is noticed at once, the barriers are broken for the others,
 and every process is terminated, then killed, before ``run`` returns or raises, on
 KeyboardInterrupt too.
+
+Each worker leads its own process group and is bound to the parent's death by the kernel
+(``pool_reaper``); stopping the pool ends each worker's whole group, so a process a worker started
+goes with it. A reaper process started first ends the groups if the parent itself is killed.
 """
 
 import contextlib
@@ -91,6 +95,8 @@ class ProcessPool:
         self.on_window_end = on_window_end
         self.workers: List[WorkerState] = []
         self._tmpdir: Optional[str] = None
+        self._reaper: Any = None
+        self._reaper_conn: Any = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def run(self) -> List[WorkerState]:
@@ -103,12 +109,43 @@ class ProcessPool:
         self.start_at = ctx.RawValue("d", 0.0)
         self.start_barrier = ctx.Barrier(n, action=functools.partial(worker_set_start_time, n))
         try:
+            self._start_reaper(ctx)
             self._start(ctx)
             self._supervise()
             return self.workers
         finally:
-            self._stop_all()
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            try:
+                self._stop_all()
+            finally:
+                self._stop_reaper()
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+    def _start_reaper(self, ctx: Any) -> None:
+        from . import pool_reaper
+
+        receiver, sender = ctx.Pipe(duplex=False)
+        self._reaper = ctx.Process(target=pool_reaper.main, args=(receiver,), name="pytest-jetson-pool-reaper",
+                                   daemon=True)
+        with _lean_main():
+            self._reaper.start()
+        receiver.close()  # the parent keeps the only write end: its death closes the pipe
+        self._reaper_conn = sender
+
+    def _stop_reaper(self) -> None:
+        conn, self._reaper_conn = self._reaper_conn, None
+        if conn is not None:
+            try:
+                conn.send(("stop", None))
+            except (OSError, ValueError):
+                pass
+            conn.close()
+        if self._reaper is not None and self._reaper.pid is not None:
+            self._reaper.join(TERMINATE_WAIT_S)
+            if self._reaper.is_alive():
+                self._reaper.kill()
+                self._reaper.join(TERMINATE_WAIT_S)
+            self._reaper.close()
+        self._reaper = None
 
     def _start(self, ctx: Any) -> None:
         from . import worker
@@ -119,7 +156,7 @@ class ProcessPool:
             run = {
                 "backend": self.backend, "device": self.device, "duration": self.duration,
                 "warmup": self.warmup, "processes": n, "deadline_s": self.deadline,
-                "seed": worker_seed(self.seed, spec.index),
+                "seed": worker_seed(self.seed, spec.index), "parent_pid": os.getpid(),
             }
             receiver, sender = ctx.Pipe(duplex=False)
             process = ctx.Process(
@@ -195,6 +232,15 @@ class ProcessPool:
             return
         if kind == "alive":
             w.alive = payload
+            pgid = payload.get("pgid")
+            if pgid is not None and pgid == payload.get("pid"):
+                # the worker leads its group: from now on the group is what gets stopped
+                w.extra["pgid"] = int(pgid)
+                if self._reaper_conn is not None:
+                    try:
+                        self._reaper_conn.send(("group", int(pgid)))
+                    except (OSError, ValueError):
+                        pass
         elif kind == "loaded":
             w.loaded = payload
         elif kind == "started":
@@ -285,10 +331,13 @@ class ProcessPool:
         return f"\nthe other {len(others)} worker(s) were stopped."
 
     def _terminate(self, workers: List[WorkerState]) -> None:
+        from .pool_reaper import kill_group
+
         for w in workers:
             if w.process is not None and w.process.is_alive():
                 try:
-                    w.process.terminate()
+                    if not ("pgid" in w.extra and kill_group(w.extra["pgid"], signal.SIGTERM)):
+                        w.process.terminate()
                 except Exception:
                     pass
         workers = [w for w in workers if w.process is not None and w.process.pid is not None]
@@ -297,8 +346,18 @@ class ProcessPool:
             w.process.join(max(0.0, end - time.perf_counter()))
         for w in workers:
             if w.process.is_alive():
-                w.process.kill()
+                if not ("pgid" in w.extra and kill_group(w.extra["pgid"], signal.SIGKILL)):
+                    w.process.kill()
                 w.process.join(TERMINATE_WAIT_S)
+
+    def _end_groups(self) -> None:
+        """SIGKILL what is left of each worker's process group: processes a worker started (its
+        own children) outlive it otherwise, whether it exited, raised or was killed."""
+        from .pool_reaper import kill_group
+
+        for w in self.workers:
+            if "pgid" in w.extra:
+                kill_group(w.extra["pgid"], signal.SIGKILL)
 
     def _stop_all(self) -> None:
         """Called on every way out: success, WorkerError, KeyboardInterrupt. Idempotent."""
@@ -310,6 +369,7 @@ class ProcessPool:
             if w.result is not None and w.process is not None and w.process.pid is not None:
                 w.process.join(max(0.0, end - time.perf_counter()))
         self._terminate(self.workers)
+        self._end_groups()
         for w in self.workers:
             if w.conn is not None:
                 try:

@@ -11,8 +11,12 @@ interpreter: no CUDA context, no threads or locks inherited from a forked parent
 5. send the Measurement back as a dict and exit.
 
 Every message to the parent is ``(kind, payload)`` on a one-way pipe: ``alive``, ``loaded``,
-``started``, ``result``, ``error``, ``aborted``. The worker ignores SIGINT (Ctrl-C reaches the whole process
-group; the parent alone decides when to stop) and exits by itself when its parent dies.
+``started``, ``result``, ``error``, ``aborted``. Before anything else the worker makes itself the
+leader of its own process group and asks the kernel to kill it when its parent dies
+(``pool_reaper.bind_to_parent``), so the pool can end it with everything it started, and no
+worker outlives a parent that was killed, even one hung in native code. It ignores SIGINT (the
+parent alone decides when to stop); where the kernel cannot bind it (not Linux) a thread watches
+the parent instead.
 """
 
 import os
@@ -87,6 +91,13 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, name="pool-parent-watch", daemon=True).start()
 
 
+def _pgrp() -> Any:
+    try:
+        return os.getpgrp()
+    except AttributeError:  # Windows
+        return None
+
+
 def resolve_factory(factory: Any) -> Callable[..., Any]:
     """``None`` -> ``open_engine``; ``"pkg.module:function"`` -> that function; a callable as is."""
     if factory is None:
@@ -140,14 +151,17 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
     import signal
     from threading import BrokenBarrierError
 
+    from .pool_reaper import bind_to_parent
+
     global _start_at
+    bind_to_parent(run.get("parent_pid"), EXIT_ORPHANED)
     t_main = time.perf_counter()
     _start_at = start_at
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["PYTEST_JETSON_POOL_WORKER"] = str(spec.index)
     _redirect_output(log_path)
     _watch_parent()
-    conn.send(("alive", {"t_main": t_main, "pid": os.getpid()}))
+    conn.send(("alive", {"t_main": t_main, "pid": os.getpid(), "pgid": _pgrp()}))
     deadline = t_main + float(run["deadline_s"])
     phase = "load"
 

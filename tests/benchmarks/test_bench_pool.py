@@ -85,3 +85,51 @@ def test_bench_simulated_pool(benchmark):
     """Eight simulated processes for a 10 s window: the contention model's cost in real time."""
     m = benchmark(run_pool, "resnet50", processes=8, precision="int8", duration="10s", warmup="1s")
     assert m.processes == 8
+
+
+def test_bench_no_orphans_at_random_moments(benchmark, tmp_path):
+    """20 SIGINTs and 20 SIGKILLs of a pool's parent at seeded random moments (spawn, engine load,
+    warm-up, window), each worker with a child of its own: how many processes were left behind
+    (goal: none), and how long the last one took to go.
+
+    Run: python3 -m pytest tests/benchmarks/test_bench_pool.py -k orphans --benchmark-only -s
+    """
+    import random
+    import signal
+    import sys
+    from pathlib import Path
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux's")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from orphans import signal_and_count, start_parent, wait_for
+
+    rng = random.Random(15)
+    results = []
+
+    def campaign():
+        for sig in [signal.SIGINT] * 20 + [signal.SIGKILL] * 20:
+            proc, token = start_parent(tmp_path, {"child": True, "fault": "hang-native", "fault_worker": 1,
+                                                  "fault_after": 50})
+            wait_for(token, 2)
+            delay = rng.uniform(0.0, 2.0)
+            time.sleep(delay)
+            r = signal_and_count(proc, token, sig)
+            r["delay"] = delay
+            results.append(r)
+
+    benchmark.pedantic(campaign, rounds=1, iterations=1)
+    left = sum(len(r["left"]) for r in results)
+    by_sig = {}
+    for r in results:
+        by_sig.setdefault(r["signal"], []).append(r)
+    summary = {
+        name: {"runs": len(rs), "orphans": sum(len(r["left"]) for r in rs),
+               "processes_alive_at_signal_mean": float(np.mean([r["alive_before"] for r in rs])),
+               "seconds_to_none_left_max": float(np.max([r["seconds"] for r in rs])),
+               "seconds_to_none_left_median": float(np.median([r["seconds"] for r in rs]))}
+        for name, rs in by_sig.items()
+    }
+    benchmark.extra_info.update(summary)
+    print("\n" + "\n".join(f"{k}: {v}" for k, v in summary.items()))
+    assert left == 0, [r for r in results if r["left"]]

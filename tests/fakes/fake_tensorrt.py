@@ -1,161 +1,266 @@
-"""FAKE ``tensorrt`` module for testing the TensorRT backend's control flow without a GPU.
+"""FAKE ``tensorrt``, exact to one TensorRT release at a time, for testing the backend without a GPU.
 
-It mirrors the parts of TensorRT's Python API the backend uses, in two flavours chosen with
-``configure``: ``api="v3"`` (TensorRT 10: name-based tensors, ``execute_async_v3``, no
-EXPLICIT_BATCH flag) and ``api="v2"`` (JetPack 5's TensorRT 8: binding indices,
-``execute_async_v2``). The "parser" reads the ONNX file with onnx and rejects operators listed in
-``UNSUPPORTED``; the "plan" is JSON; the "kernel" writes each sample's input mean into its output,
-so tests can see data go through the H2D copy, the enqueue and the D2H copy.
-Every call the tests care about is recorded in ``LOG``.
+``install(monkeypatch, version)`` puts a fresh ``tensorrt`` module in ``sys.modules`` holding the
+classes and enums this fake models, gated by ``tensorrt_api/tensorrt-<version>.json``: the members
+that release's Python bindings define (see tensorrt_api/README.md for how they were derived from
+NVIDIA/TensorRT's sources at the release tag; docs.nvidia.com's Python API pages for 8.2.1,
+8.5.2, 10.3.0, 10.13.3 and 11.1.0 are generated from them). Any other member raises
+AttributeError, as the real module does; a deprecated member warns DeprecationWarning with the
+binding's own message; a member the release has but this fake does not model raises
+NotImplementedError, so a test never passes on behaviour nobody wrote down.
+
+Behaviour, where the backend depends on it:
+- The "parser" reads the ONNX with onnx: inputs with -1 for dynamic dimensions, one layer per node
+  named like TensorRT names them, ops in ``UNSUPPORTED`` rejected with TensorRT 8's parser message.
+- The "builder" records each config in ``LOG`` and writes a JSON "plan" with the version and the
+  compute capability it was built for; DLA builds log the "Layers running on DLA/GPU" sections in
+  the format of samples/sampleCudla/README.md (NVIDIA/TensorRT), with layers of ops in
+  ``DLA_UNSUPPORTED``, and every layer when a profile is not static, on the GPU.
+- The "runtime" refuses plans the way TensorRT does, logging the messages recorded in public
+  reports: foreign bytes (NVIDIA/TensorRT#2195), another TensorRT version
+  (SthPhoenix/InsightFace-REST#84), another GPU (wayyeah/PointPillarTensorRT-ROS#7).
+- The "kernel" writes each sample's input mean into its outputs (so data going through the buffers
+  is visible) and costs ``COMPUTE_MS_PER_ITEM`` of fake_pycuda's GPU clock.
 """
 
 import json
 import sys
-from typing import Any, Dict, List
+import types
+import warnings
+from pathlib import Path
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from . import fake_pycuda
 
-__version__ = "10.3.0"
-API = "v3"
+API_DIR = Path(__file__).parent / "tensorrt_api"
+VERSIONS = ("8.2.1", "8.5.2", "10.3.0", "10.13.3")
 UNSUPPORTED = {"FancyOp"}
+#: Ops the fake DLA cannot run (TensorRT's DLA supports convolutions, pooling, activations,
+#: element-wise and a few more; softmax over channels and gathers are GPU-only in its docs).
+DLA_UNSUPPORTED = {"Softmax", "Gather", "TopK"}
 COMPUTE_MS_PER_ITEM = 2.0
-#: When True, build_serialized_network fails (returns None) after logging an error.
+#: Set by tests: the builder fails (returns None) after logging an error.
 FAIL_BUILD = False
-#: When True the real pycuda is in use (a GPU test): the "kernel" is a device-to-device copy of
-#: the first input into the first output, so data really goes through GPU memory.
+#: DLA cores the fake Builder/Runtime report.
+DLA_CORES = 0
+#: When True the real pycuda is in use (a GPU machine): the "kernel" is a device-to-device copy.
 REAL_CUDA = False
 LOG: Dict[str, Any] = {}
+API: Dict[str, Any] = {}
+VERSION = ""
 
 
-def reset(version: str = "10.3.0", api: str = "v3") -> None:
-    global __version__, API, FAIL_BUILD, LOG
-    __version__, API, FAIL_BUILD = version, api, False
-    LOG = {"builds": 0, "configs": [], "enqueue_v3": 0, "enqueue_v2": 0, "ranges": 0, "runtimes": []}
-    _sync_flavour()
+def _major_minor(v: str):
+    parts = [int(x) for x in v.split(".")[:2]]
+    return parts[0], parts[1]
 
 
-def _sync_flavour() -> None:
-    if API == "v2":
-        NetworkDefinitionCreationFlag.EXPLICIT_BATCH = 0
-    elif hasattr(NetworkDefinitionCreationFlag, "EXPLICIT_BATCH"):
-        del NetworkDefinitionCreationFlag.EXPLICIT_BATCH
+def load_api(version: str) -> Dict[str, Any]:
+    return json.loads((API_DIR / f"tensorrt-{version}.json").read_text())
 
 
-def install(monkeypatch, version: str = "10.3.0", api: str = "v3", real_pycuda: bool = False) -> Any:
-    """Put the fakes in sys.modules (``tensorrt``, and unless ``real_pycuda`` also ``pycuda`` and
-    ``pycuda.driver``) for one test."""
-    global REAL_CUDA
-    fake_pycuda.reset()
-    reset(version, api)
-    REAL_CUDA = real_pycuda
-    monkeypatch.setitem(sys.modules, "tensorrt", sys.modules[__name__])
-    if not real_pycuda:
-        package, driver = fake_pycuda.modules()
-        monkeypatch.setitem(sys.modules, "pycuda", package)
-        monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    return sys.modules[__name__]
+# -- the gate ------------------------------------------------------------------------------------
+class _Gated:
+    """Members outside the release's table raise AttributeError; deprecated ones warn."""
+
+    _binding = ""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_"):
+            return object.__getattribute__(self, name)
+        _check(type(self)._binding, name)
+        try:
+            return object.__getattribute__(self, name)
+        except AttributeError:
+            raise NotImplementedError(f"fake tensorrt {VERSION}: {type(self)._binding}.{name} exists in "
+                                      "this release but the fake does not model it") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not name.startswith("_"):
+            _check(type(self)._binding, name)
+        object.__setattr__(self, name, value)
 
 
-# -- enums -----------------------------------------------------------------------------------------
-class NetworkDefinitionCreationFlag:
-    EXPLICIT_BATCH = 0
+def _check(binding: str, name: str) -> None:
+    members = API["classes"].get(binding)
+    if members is None:
+        return  # a class the tables do not cover (ILogger, Logger): modelled as documented
+    if name not in members:
+        raise AttributeError(f"'tensorrt.{binding}' object has no attribute '{name}' (TensorRT {VERSION})")
+    message = members[name]
+    if message:
+        warnings.warn(message, DeprecationWarning, stacklevel=3)
 
 
-class MemoryPoolType:
-    WORKSPACE = "WORKSPACE"
+class _EnumValue:
+    def __init__(self, enum: str, name: str, value: int) -> None:
+        self.enum, self.name, self.value = enum, name, value
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, _EnumValue) and (other.enum, other.name) == (self.enum, self.name)
+
+    def __hash__(self) -> int:
+        return hash((self.enum, self.name))
+
+    def __repr__(self) -> str:
+        return f"<{self.enum}.{self.name}: {self.value}>"
 
 
-class BuilderFlag:
-    FP16, INT8, TF32, GPU_FALLBACK = "FP16", "INT8", "TF32", "GPU_FALLBACK"
+#: Values the backend relies on (from NvInfer.h): NetworkDefinitionCreationFlag::kEXPLICIT_BATCH = 0.
+_KNOWN_VALUES = {("NetworkDefinitionCreationFlag", "EXPLICIT_BATCH"): 0}
 
 
-class DeviceType:
-    GPU, DLA = "GPU", "DLA"
+def _enum(name: str) -> Optional[type]:
+    members = API["classes"].get(name)
+    if members is None:
+        return None
+    attrs = {}
+    for i, m in enumerate(sorted(members)):
+        attrs[m] = _EnumValue(name, m, _KNOWN_VALUES.get((name, m), 100 + i))
+    return type(name, (), attrs)
 
 
-class TensorIOMode:
-    INPUT, OUTPUT = "INPUT", "OUTPUT"
-
-
-class DataType:
-    FLOAT, HALF, INT8, INT32 = "FLOAT", "HALF", "INT8", "INT32"
-
-
-_NP = {"FLOAT": np.float32, "HALF": np.float16, "INT8": np.int8, "INT32": np.int32}
-_FROM_ONNX = {1: "FLOAT", 10: "HALF", 3: "INT8", 6: "INT32", 7: "INT32"}
-
-
-def nptype(dtype: str):
-    return _NP[dtype]
+# -- logging -------------------------------------------------------------------------------------
+class _Severity:
+    INTERNAL_ERROR = _EnumValue("Severity", "INTERNAL_ERROR", 0)
+    ERROR = _EnumValue("Severity", "ERROR", 1)
+    WARNING = _EnumValue("Severity", "WARNING", 2)
+    INFO = _EnumValue("Severity", "INFO", 3)
+    VERBOSE = _EnumValue("Severity", "VERBOSE", 4)
 
 
 class ILogger:
-    class Severity:
-        INTERNAL_ERROR, ERROR, WARNING, INFO, VERBOSE = range(5)
+    """pyCore.cpp: ``py::class_<ILogger, PyLogger>`` with ``Severity`` exported into its scope."""
+
+    Severity = _Severity
+    INTERNAL_ERROR, ERROR, WARNING, INFO, VERBOSE = (_Severity.INTERNAL_ERROR, _Severity.ERROR,
+                                                      _Severity.WARNING, _Severity.INFO, _Severity.VERBOSE)
 
     def __init__(self) -> None:
         pass
 
+    def log(self, severity: Any, msg: str) -> None:
+        raise NotImplementedError  # pure virtual in the binding
+
 
 class Logger(ILogger):
-    WARNING = ILogger.Severity.WARNING
-
-    def __init__(self, level=None) -> None:
+    def __init__(self, min_severity: Any = _Severity.WARNING) -> None:
         super().__init__()
+        self.min_severity = min_severity
 
-    def log(self, severity, msg) -> None:
+    def log(self, severity: Any, msg: str) -> None:
         pass
 
 
-# -- network and parser ----------------------------------------------------------------------------
-class Tensor:
+def _emit(logger: Any, severity: Any, msg: str) -> None:
+    # the one logger TensorRT 8.0-8.2 keep per process is the first one they were given
+    target = LOG["first_logger"] if _major_minor(VERSION) <= (8, 2) and LOG.get("first_logger") else logger
+    LOG.setdefault("messages", []).append((int(severity), msg))
+    target.log(severity, msg)
+
+
+def _remember_logger(logger: Any) -> None:
+    LOG.setdefault("first_logger", logger)
+
+
+# -- network and parser --------------------------------------------------------------------------
+_LAYER_TYPES = {"Conv": "CONVOLUTION", "ConvTranspose": "DECONVOLUTION", "MatMul": "MATRIX_MULTIPLY",
+                "Gemm": "MATRIX_MULTIPLY", "Relu": "ACTIVATION", "Sigmoid": "ACTIVATION", "Add": "ELEMENTWISE",
+                "Mul": "ELEMENTWISE", "MaxPool": "POOLING", "AveragePool": "POOLING",
+                "GlobalAveragePool": "REDUCE", "Concat": "CONCATENATION", "Softmax": "SOFTMAX",
+                "QuantizeLinear": "QUANTIZE", "DequantizeLinear": "DEQUANTIZE", "Flatten": "SHUFFLE",
+                "Reshape": "SHUFFLE", "Gather": "GATHER"}
+_FROM_ONNX = {1: "FLOAT", 10: "HALF", 3: "INT8", 6: "INT32", 7: "INT32"}
+
+
+class ITensor(_Gated):
+    _binding = "ITensor"
+
     def __init__(self, name: str, shape, dtype: str = "FLOAT") -> None:
-        self.name, self.shape, self.dtype = name, tuple(shape), dtype
-        self.dynamic_range = None
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_shape", tuple(shape))
+        object.__setattr__(self, "_range", None)
+
+    name = property(lambda self: self._name)
+    shape = property(lambda self: self._shape)
+
+    @property
+    def dynamic_range(self):
+        return self._range
 
     def set_dynamic_range(self, lo: float, hi: float) -> bool:
-        self.dynamic_range = (lo, hi)
+        object.__setattr__(self, "_range", (lo, hi))
         LOG["ranges"] += 1
         return True
 
 
-class Layer:
-    def __init__(self, outputs: List[Tensor]) -> None:
-        self.outputs = outputs
+class ILayer(_Gated):
+    _binding = "ILayer"
+
+    def __init__(self, name: str, op: str, inputs: List[ITensor], outputs: List[ITensor]) -> None:
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_op", op)
+        object.__setattr__(self, "_inputs", inputs)
+        object.__setattr__(self, "_outputs", outputs)
+
+    name = property(lambda self: self._name)
+    num_inputs = property(lambda self: len(self._inputs))
+    num_outputs = property(lambda self: len(self._outputs))
 
     @property
-    def num_outputs(self) -> int:
-        return len(self.outputs)
+    def type(self):
+        return getattr(_MODULE.LayerType, _LAYER_TYPES.get(self._op, "IDENTITY"))
 
-    def get_output(self, i: int) -> Tensor:
-        return self.outputs[i]
+    def get_input(self, i: int) -> ITensor:
+        return self._inputs[i]
+
+    def get_output(self, i: int) -> ITensor:
+        return self._outputs[i]
 
 
-class Network:
+class INetworkDefinition(_Gated):
+    _binding = "INetworkDefinition"
+
     def __init__(self, flags: int) -> None:
-        self.flags = flags
-        self.inputs: List[Tensor] = []
-        self.outputs: List[Tensor] = []
-        self.layers: List[Layer] = []
+        object.__setattr__(self, "_flags", flags)
+        object.__setattr__(self, "_inputs", [])
+        object.__setattr__(self, "_outputs", [])
+        object.__setattr__(self, "_layers", [])
 
-    num_inputs = property(lambda self: len(self.inputs))
-    num_layers = property(lambda self: len(self.layers))
+    num_inputs = property(lambda self: len(self._inputs))
+    num_layers = property(lambda self: len(self._layers))
+    num_outputs = property(lambda self: len(self._outputs))
 
-    def get_input(self, i: int) -> Tensor:
-        return self.inputs[i]
+    def get_input(self, i: int) -> ITensor:
+        return self._inputs[i]
 
-    def get_layer(self, i: int) -> Layer:
-        return self.layers[i]
+    def get_layer(self, i: int) -> ILayer:
+        return self._layers[i]
+
+    def get_output(self, i: int) -> ITensor:
+        return self._outputs[i]
 
 
-class ParserError:
+class ParserError(_Gated):
+    _binding = "ParserError"
+
     def __init__(self, desc: str, node: int = -1) -> None:
-        self._desc, self._node = desc, node
+        object.__setattr__(self, "_desc", desc)
+        object.__setattr__(self, "_node", node)
 
     def desc(self) -> str:
         return self._desc
+
+    def node(self) -> int:
+        return self._node
 
     def __str__(self) -> str:
         return f"In node {self._node}: {self._desc}"
@@ -165,17 +270,30 @@ def _dims(vi) -> List[int]:
     return [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
 
 
-class OnnxParser:
-    def __init__(self, network: Network, logger) -> None:
-        self.network, self.logger = network, logger
-        self.errors: List[ParserError] = []
+class OnnxParser(_Gated):
+    _binding = "OnnxParser"
+
+    def __init__(self, network: INetworkDefinition, logger) -> None:
+        object.__setattr__(self, "_network", network)
+        object.__setattr__(self, "_logger", logger)
+        object.__setattr__(self, "_errors", [])
 
     @property
     def num_errors(self) -> int:
-        return len(self.errors)
+        return len(self._errors)
 
     def get_error(self, i: int) -> ParserError:
-        return self.errors[i]
+        return self._errors[i]
+
+    def parse(self, data: bytes) -> bool:
+        import onnx
+
+        try:
+            model = onnx.load_from_string(bytes(data))
+        except Exception as exc:
+            self._errors.append(ParserError(f"Failed to parse ONNX model: {exc}"))
+            return False
+        return self._load(model)
 
     def parse_from_file(self, path: str) -> bool:
         import onnx
@@ -183,208 +301,327 @@ class OnnxParser:
         try:
             model = onnx.load(path)
         except Exception as exc:
-            self.errors.append(ParserError(f"Failed to parse ONNX model: {exc}"))
+            self._errors.append(ParserError(f"Failed to parse ONNX model: {exc}"))
             return False
-        inits = {i.name for i in model.graph.initializer}
+        LOG["parsed_paths"].append(path)
+        return self._load(model)
+
+    def _load(self, model) -> bool:
         for n, node in enumerate(model.graph.node):
             if node.op_type in UNSUPPORTED:
-                self.errors.append(ParserError(
+                self._errors.append(ParserError(
                     f"No importer registered for op: {node.op_type}. Attempting to import as plugin.", n))
-        if self.errors:
+        if self._errors:
             return False
+        net = self._network
+        inits = {i.name for i in model.graph.initializer}
+        tensors: Dict[str, ITensor] = {}
         for vi in model.graph.input:
             if vi.name not in inits:
-                elem = _FROM_ONNX.get(vi.type.tensor_type.elem_type, "FLOAT")
-                self.network.inputs.append(Tensor(vi.name, _dims(vi), elem))
-        for node in model.graph.node:
-            self.network.layers.append(Layer([Tensor(o, ()) for o in node.output]))
+                t = ITensor(vi.name, _dims(vi), _FROM_ONNX.get(vi.type.tensor_type.elem_type, "FLOAT"))
+                tensors[vi.name] = t
+                net._inputs.append(t)
+        for n, node in enumerate(model.graph.node):
+            ins = [tensors.setdefault(x, ITensor(x, ())) for x in node.input if x and x not in inits]
+            outs = [tensors.setdefault(x, ITensor(x, ())) for x in node.output]
+            name = node.name or f"(Unnamed Layer* {n}) [{node.op_type}]"
+            net._layers.append(ILayer(name, node.op_type, ins, outs))
         for vi in model.graph.output:
-            self.network.outputs.append(Tensor(vi.name, _dims(vi)))
+            t = tensors.get(vi.name) or ITensor(vi.name, _dims(vi))
+            object.__setattr__(t, "_shape", tuple(_dims(vi)))
+            net._outputs.append(t)
         return True
 
 
-# -- builder ---------------------------------------------------------------------------------------
-class OptimizationProfile:
+# -- builder -------------------------------------------------------------------------------------
+class IOptimizationProfile(_Gated):
+    _binding = "IOptimizationProfile"
+
     def __init__(self) -> None:
-        self.shapes: Dict[str, tuple] = {}
+        object.__setattr__(self, "_shapes", {})
 
-    def set_shape(self, name: str, lo, opt, hi) -> None:
-        self.shapes[name] = (tuple(lo), tuple(opt), tuple(hi))
+    def set_shape(self, input: str, min, opt, max) -> None:  # noqa: A002 - the binding's names
+        self._shapes[input] = (tuple(min), tuple(opt), tuple(max))
+
+    def get_shape(self, input: str):
+        return self._shapes[input]
 
 
-class TimingCache:
+class ITimingCache(_Gated):
+    _binding = "ITimingCache"
+
     def __init__(self, data: bytes) -> None:
-        self.data = bytes(data) or b"fake-timing-cache"
+        object.__setattr__(self, "_data", bytes(data) or b"fake-timing-cache")
 
-    def serialize(self) -> bytes:
-        return self.data
+    def serialize(self):
+        return IHostMemory(self._data)
 
 
-class BuilderConfig:
+class IHostMemory(_Gated):
+    _binding = "IHostMemory"
+
+    def __init__(self, data: bytes) -> None:
+        object.__setattr__(self, "_data", bytes(data))
+
+    nbytes = property(lambda self: len(self._data))
+
+    def __bytes__(self) -> bytes:
+        return self._data
+
+
+class IBuilderConfig(_Gated):
+    _binding = "IBuilderConfig"
+
     def __init__(self) -> None:
-        self.flags = {BuilderFlag.TF32}  # as in TensorRT: TF32 on by default
-        self.pools: Dict[str, int] = {}
-        self.default_device_type = DeviceType.GPU
-        self.DLA_core = -1
-        self.profiles: List[OptimizationProfile] = []
-        self.int8_calibrator = None
-        self.timing_cache = None
-        self.timing_cache_loaded = None
+        m = _MODULE
+        object.__setattr__(self, "_flags", {m.BuilderFlag.TF32} if hasattr(m.BuilderFlag, "TF32") else set())
+        object.__setattr__(self, "_pools", {})
+        object.__setattr__(self, "_profiles", [])
+        object.__setattr__(self, "_timing", None)
+        object.__setattr__(self, "_loaded_timing", None)
+        object.__setattr__(self, "_device", m.DeviceType.GPU)
+        object.__setattr__(self, "_dla", -1)
+        object.__setattr__(self, "_workspace", None)
 
-    def set_memory_pool_limit(self, pool: str, size: int) -> None:
-        self.pools[pool] = size
+    # properties in the binding
+    default_device_type = property(lambda self: self._device,
+                                   lambda self, v: object.__setattr__(self, "_device", v))
+    DLA_core = property(lambda self: self._dla, lambda self, v: object.__setattr__(self, "_dla", int(v)))
+    max_workspace_size = property(lambda self: self._workspace,
+                                  lambda self, v: object.__setattr__(self, "_workspace", int(v)))
+    int8_calibrator = property(lambda self: None, lambda self, v: None)
 
-    def set_flag(self, flag: str) -> None:
-        self.flags.add(flag)
+    def set_memory_pool_limit(self, pool, pool_size: int) -> None:
+        self._pools[pool.name] = int(pool_size)
 
-    def clear_flag(self, flag: str) -> None:
-        self.flags.discard(flag)
+    def set_flag(self, flag) -> None:
+        self._flags.add(flag)
 
-    def add_optimization_profile(self, profile: OptimizationProfile) -> int:
-        self.profiles.append(profile)
-        return len(self.profiles) - 1
+    def clear_flag(self, flag) -> None:
+        self._flags.discard(flag)
 
-    def create_timing_cache(self, data: bytes) -> TimingCache:
-        self.timing_cache_loaded = bytes(data)
-        return TimingCache(data)
+    def get_flag(self, flag) -> bool:
+        return flag in self._flags
 
-    def set_timing_cache(self, cache: TimingCache, ignore_mismatch: bool) -> bool:
-        self.timing_cache = cache
+    def add_optimization_profile(self, profile: IOptimizationProfile) -> int:
+        self._profiles.append(profile)
+        return len(self._profiles) - 1
+
+    def create_timing_cache(self, serialized_timing_cache: bytes) -> ITimingCache:
+        object.__setattr__(self, "_loaded_timing", bytes(serialized_timing_cache))
+        return ITimingCache(serialized_timing_cache)
+
+    def set_timing_cache(self, cache: ITimingCache, ignore_mismatch: bool) -> bool:
+        object.__setattr__(self, "_timing", cache)
         return True
 
-    def get_timing_cache(self) -> TimingCache:
-        return self.timing_cache
+    def get_timing_cache(self) -> ITimingCache:
+        return self._timing
 
 
-class Builder:
+def _device_cc() -> str:
+    major, minor = fake_pycuda.Device.CC
+    return f"{major}.{minor}"
+
+
+class Builder(_Gated):
+    _binding = "Builder"
+
     def __init__(self, logger) -> None:
-        self.logger = logger
+        _remember_logger(logger)
+        object.__setattr__(self, "_logger", logger)
+        LOG["builders"] += 1
 
-    def create_network(self, flags: int = 0) -> Network:
-        return Network(flags)
+    num_DLA_cores = property(lambda self: DLA_CORES)
+    platform_has_fast_int8 = property(lambda self: _device_cc() not in ("5.3", "6.2"))
 
-    def create_builder_config(self) -> BuilderConfig:
-        return BuilderConfig()
+    def create_network(self, flags: int = 0) -> INetworkDefinition:
+        return INetworkDefinition(flags)
 
-    def create_optimization_profile(self) -> OptimizationProfile:
-        return OptimizationProfile()
+    def create_builder_config(self) -> IBuilderConfig:
+        return IBuilderConfig()
 
-    def build_serialized_network(self, network: Network, config: BuilderConfig):
+    def create_optimization_profile(self) -> IOptimizationProfile:
+        return IOptimizationProfile()
+
+    def build_serialized_network(self, network: INetworkDefinition, config: IBuilderConfig):
+        m = _MODULE
         LOG["builds"] += 1
         LOG["configs"].append(config)
-        LOG["network_flags"] = network.flags
+        LOG["network_flags"] = network._flags
         if FAIL_BUILD:
-            self.logger.log(ILogger.Severity.ERROR, "fake: no implementation obeys reformatting-free rules")
+            _emit(self._logger, _Severity.ERROR, "fake: no implementation obeys reformatting-free rules")
             return None
         tensors = []
-        for t in network.inputs:
+        static = True
+        for t in network._inputs:
             prof = None
             if any(d < 0 for d in t.shape):
-                prof = config.profiles[0].shapes[t.name]
-            tensors.append({"name": t.name, "mode": "INPUT", "dtype": t.dtype, "shape": list(t.shape),
+                prof = config._profiles[0]._shapes[t.name]
+                static = static and prof[0] == prof[2]
+            tensors.append({"name": t.name, "mode": "INPUT", "dtype": "FLOAT", "shape": list(t.shape),
                             "profile": prof})
-        for t in network.outputs:
+        for t in network._outputs:
             tensors.append({"name": t.name, "mode": "OUTPUT", "dtype": "FLOAT", "shape": list(t.shape)})
-        plan = {"fake_plan": True, "version": __version__, "tensors": tensors,
-                "flags": sorted(config.flags), "dla_core": config.DLA_core}
-        return b"FAKEPLAN" + json.dumps(plan).encode()
+        on_dla = config._device == m.DeviceType.DLA
+        gpu_layers = [lay for lay in network._layers if not on_dla or not static or lay._op in DLA_UNSUPPORTED]
+        if on_dla:
+            dla_layers = [lay for lay in network._layers if lay not in gpu_layers]
+            if not dla_layers:
+                _emit(self._logger, _Severity.WARNING,
+                      "setDefaultDeviceType was called but no layer in the network can run on DLA.")
+            _emit(self._logger, _Severity.INFO, "")
+            _emit(self._logger, _Severity.INFO, "--------------- Layers running on DLA:")
+            if dla_layers:
+                _emit(self._logger, _Severity.INFO,
+                      f"[DlaLayer] {{ForeignNode[{dla_layers[0].name}...{dla_layers[-1].name}]}},")
+            _emit(self._logger, _Severity.INFO, "--------------- Layers running on GPU:")
+            for lay in gpu_layers:
+                _emit(self._logger, _Severity.INFO, f"[GpuLayer] {_LAYER_TYPES.get(lay._op, 'IDENTITY')}: {lay.name},")
+        qdq = any(lay._op in ("QuantizeLinear", "DequantizeLinear") for lay in network._layers)
+        plan = {"fake_plan": True, "version": VERSION, "cc": _device_cc(), "tensors": tensors,
+                "flags": sorted(f.name for f in config._flags), "dla_core": config._dla if on_dla else -1,
+                "layers": [lay.name for lay in network._layers], "qdq": qdq,
+                "gpu_layers": [lay.name for lay in gpu_layers]}
+        return IHostMemory(b"FAKEPLAN" + json.dumps(plan).encode())
 
 
-# -- runtime ---------------------------------------------------------------------------------------
-class Runtime:
+# -- runtime -------------------------------------------------------------------------------------
+class Runtime(_Gated):
+    _binding = "Runtime"
+
     def __init__(self, logger) -> None:
-        self.logger = logger
-        self.DLA_core = -1
+        _remember_logger(logger)
+        object.__setattr__(self, "_logger", logger)
+        object.__setattr__(self, "_dla", -1)
         LOG["runtimes"].append(self)
 
-    def deserialize_cuda_engine(self, data: bytes):
-        if not bytes(data).startswith(b"FAKEPLAN"):
-            self.logger.log(ILogger.Severity.ERROR, "fake: Serialization assertion magicTagRead failed")
+    DLA_core = property(lambda self: self._dla, lambda self, v: object.__setattr__(self, "_dla", int(v)))
+    num_DLA_cores = property(lambda self: DLA_CORES)
+
+    def deserialize_cuda_engine(self, serialized_engine: bytes):
+        data = bytes(serialized_engine)
+        if not data.startswith(b"FAKEPLAN"):
+            # NVIDIA/TensorRT#2195 (bytes that are no plan of this TensorRT)
+            _emit(self._logger, _Severity.ERROR, "1: [stdArchiveReader.cpp::StdArchiveReader::35] Error Code 1: "
+                  "Serialization (Serialization assertion safeVersionRead == safeSerializationVersion "
+                  "failed.Version tag does not match. Note: Current Version: 0, Serialized Engine Version: 96)")
+            _emit(self._logger, _Severity.ERROR, "4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: "
+                  "Internal Error (Engine deserialization failed.)")
             return None
         try:
-            plan = json.loads(bytes(data)[len(b"FAKEPLAN"):].decode())
+            plan = json.loads(data[len(b"FAKEPLAN"):].decode())
         except ValueError:
-            self.logger.log(ILogger.Severity.ERROR, "fake: plan is corrupt")
+            _emit(self._logger, _Severity.ERROR, "4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: "
+                  "Internal Error (Engine deserialization failed.)")
             return None
-        return EngineV3(plan) if API == "v3" else EngineV2(plan)
+        if plan["version"] != VERSION:  # SthPhoenix/InsightFace-REST#84
+            _emit(self._logger, _Severity.ERROR, f"6: The engine plan file is not compatible with this version "
+                  f"of TensorRT, expecting library version {VERSION} got {plan['version']}, please rebuild.")
+            return None
+        if plan["cc"] != _device_cc():  # wayyeah/PointPillarTensorRT-ROS#7
+            _emit(self._logger, _Severity.ERROR, f"6: The engine plan file is generated on an incompatible "
+                  f"device, expecting compute {plan['cc']} got compute {_device_cc()}, please rebuild.")
+            return None
+        return ICudaEngine(plan)
 
 
-class _EngineBase:
+class EngineInspector(_Gated):
+    _binding = "EngineInspector"
+
+    def __init__(self, engine: "ICudaEngine") -> None:
+        object.__setattr__(self, "_engine", engine)
+
+    def get_engine_information(self, format) -> str:  # noqa: A002 - the binding's name
+        plan = self._engine._plan
+        gpu = set(plan["gpu_layers"])
+        dla = [n for n in plan["layers"] if n not in gpu]
+        names = ([f"{{ForeignNode[{dla[0]}...{dla[-1]}]}}"] if dla else []) + sorted(gpu)
+        return json.dumps({"Layers": names, "Bindings": [t["name"] for t in plan["tensors"]]})
+
+
+class ICudaEngine(_Gated):
+    _binding = "ICudaEngine"
+
     def __init__(self, plan: dict) -> None:
-        self.plan = plan
-        self.tensors = plan["tensors"]
-        self.device_memory_size = 1 << 20
+        object.__setattr__(self, "_plan", plan)
+        object.__setattr__(self, "_tensors", plan["tensors"])
+
+    device_memory_size = property(lambda self: 1 << 20)
+    device_memory_size_v2 = property(lambda self: 1 << 20)
+    num_io_tensors = property(lambda self: len(self._tensors))
+    num_bindings = property(lambda self: len(self._tensors))
+    num_layers = property(lambda self: len(self._plan["layers"]))
+
+    def _t(self, name: str) -> dict:
+        return next(t for t in self._tensors if t["name"] == name)
 
     def _max(self, t) -> tuple:
         return tuple(t["profile"][2]) if t.get("profile") else tuple(t["shape"])
 
+    def _min(self, t) -> tuple:
+        return tuple(t["profile"][0]) if t.get("profile") else tuple(t["shape"])
 
-class EngineV3(_EngineBase):
-    @property
-    def num_io_tensors(self) -> int:
-        return len(self.tensors)
+    # name-based API (8.5+)
+    def get_tensor_name(self, index: int) -> str:
+        return self._tensors[index]["name"]
 
-    def _t(self, name: str) -> dict:
-        return next(t for t in self.tensors if t["name"] == name)
+    def get_tensor_mode(self, name: str):
+        return getattr(_MODULE.TensorIOMode, self._t(name)["mode"])
 
-    def get_tensor_name(self, i: int) -> str:
-        return self.tensors[i]["name"]
-
-    def get_tensor_mode(self, name: str) -> str:
-        return self._t(name)["mode"]
-
-    def get_tensor_dtype(self, name: str) -> str:
-        return self._t(name)["dtype"]
+    def get_tensor_dtype(self, name: str):
+        return getattr(_MODULE.DataType, self._t(name)["dtype"])
 
     def get_tensor_shape(self, name: str) -> tuple:
         return tuple(self._t(name)["shape"])
 
-    def get_tensor_profile_shape(self, name: str, profile: int):
+    def get_tensor_profile_shape(self, name: str, profile_index: int):
         return [tuple(s) for s in self._t(name)["profile"]]
 
-    def create_execution_context(self):
-        return ContextV3(self)
+    # binding-index API (8.2; deprecated in 8.5, removed in 10)
+    def get_binding_name(self, index: int) -> str:
+        return self._tensors[index]["name"]
 
+    def binding_is_input(self, index: int) -> bool:
+        return self._tensors[index]["mode"] == "INPUT"
 
-class EngineV2(_EngineBase):
-    @property
-    def num_bindings(self) -> int:
-        return len(self.tensors)
+    def get_binding_dtype(self, index: int):
+        return getattr(_MODULE.DataType, self._tensors[index]["dtype"])
 
-    def get_binding_name(self, i: int) -> str:
-        return self.tensors[i]["name"]
+    def get_binding_shape(self, index: int) -> tuple:
+        return tuple(self._tensors[index]["shape"])
 
-    def binding_is_input(self, i: int) -> bool:
-        return self.tensors[i]["mode"] == "INPUT"
-
-    def get_binding_dtype(self, i: int) -> str:
-        return self.tensors[i]["dtype"]
-
-    def get_binding_shape(self, i: int) -> tuple:
-        return tuple(self.tensors[i]["shape"])
-
-    def get_profile_shape(self, profile: int, i: int):
-        return [tuple(s) for s in self.tensors[i]["profile"]]
+    def get_profile_shape(self, profile_index: int, binding: int):
+        return [tuple(s) for s in self._tensors[binding]["profile"]]
 
     def create_execution_context(self):
-        return ContextV2(self)
+        return IExecutionContext(self)
+
+    def create_engine_inspector(self) -> EngineInspector:
+        return EngineInspector(self)
 
 
-class _ContextBase:
-    def __init__(self, engine: _EngineBase) -> None:
-        self.engine = engine
-        self.shapes: Dict[str, tuple] = {}
-        self.addresses: Dict[str, int] = {}
+class IExecutionContext(_Gated):
+    _binding = "IExecutionContext"
+
+    def __init__(self, engine: ICudaEngine) -> None:
+        object.__setattr__(self, "_engine", engine)
+        object.__setattr__(self, "_shapes", {})
+        object.__setattr__(self, "_addresses", {})
+        LOG["contexts"] += 1
 
     def _set(self, t: dict, shape) -> bool:
-        hi = self.engine._max(t)
-        if len(shape) != len(hi) or any(s > h for s, h in zip(shape, hi)):
+        hi, lo = self._engine._max(t), self._engine._min(t)
+        if len(shape) != len(hi) or any(s > h or s < m for s, h, m in zip(shape, hi, lo)):
+            _emit(LOG["first_logger"], _Severity.ERROR,
+                  f"3: [executionContext.cpp::setInputShape::2013] Error Code 3: API Usage Error (Parameter "
+                  f"check failed, condition: engineDims.d[i] == dims.d[i] || ...: {t['name']} {tuple(shape)})")
             return False
-        self.shapes[t["name"]] = tuple(shape)
+        self._shapes[t["name"]] = tuple(shape)
         return True
 
     def _batch(self) -> int:
-        ins = [self.shapes[t["name"]] for t in self.engine.tensors if t["mode"] == "INPUT"]
+        ins = [self._shapes[t["name"]] for t in self._engine._tensors if t["mode"] == "INPUT"]
         return ins[0][0]
 
     def _out_shape(self, t: dict) -> tuple:
@@ -393,63 +630,136 @@ class _ContextBase:
             shape[0] = self._batch()
         return tuple(shape)
 
-    def _compute(self, ptrs: Dict[str, int]) -> bool:
-        if REAL_CUDA:
-            return self._compute_on_gpu(ptrs)
-        batch = self._batch()
-        first_in = next(t for t in self.engine.tensors if t["mode"] == "INPUT")
-        in_shape = self.shapes[first_in["name"]]
-        raw = fake_pycuda.device_bytes(ptrs[first_in["name"]])
-        x = raw[: int(np.prod(in_shape)) * 4].view(np.float32).reshape(batch, -1)
-        means = x.mean(axis=1)
-        for t in self.engine.tensors:
-            if t["mode"] == "OUTPUT":
-                shape = self._out_shape(t)
-                out = np.repeat(means[:, None], int(np.prod(shape[1:])), axis=1).astype(np.float32)
-                fake_pycuda.device_bytes(ptrs[t["name"]])[: out.nbytes] = out.reshape(-1).view(np.uint8)
-        fake_pycuda.STATE.gpu_ms += COMPUTE_MS_PER_ITEM * batch
-        return True
-
-
-    def _compute_on_gpu(self, ptrs: Dict[str, int]) -> bool:
-        import pycuda.driver as cuda
-
-        first_in = next(t for t in self.engine.tensors if t["mode"] == "INPUT")
-        first_out = next(t for t in self.engine.tensors if t["mode"] == "OUTPUT")
-        n = min(int(np.prod(self.shapes[first_in["name"]])), int(np.prod(self._out_shape(first_out))))
-        cuda.memcpy_dtod(ptrs[first_out["name"]], ptrs[first_in["name"]], n * 4)
-        return True
-
-
-class ContextV3(_ContextBase):
+    # name-based API
     def set_input_shape(self, name: str, shape) -> bool:
-        return self._set(self.engine._t(name), shape)
+        return self._set(self._engine._t(name), shape)
 
     def get_tensor_shape(self, name: str) -> tuple:
-        t = self.engine._t(name)
-        return self.shapes[name] if t["mode"] == "INPUT" else self._out_shape(t)
+        t = self._engine._t(name)
+        return self._shapes[name] if t["mode"] == "INPUT" else self._out_shape(t)
 
-    def set_tensor_address(self, name: str, ptr: int) -> bool:
-        self.addresses[name] = int(ptr)
+    def set_tensor_address(self, name: str, memory: int) -> bool:
+        self._addresses[name] = int(memory)
         return True
 
     def execute_async_v3(self, stream_handle: int) -> bool:
         LOG["enqueue_v3"] += 1
-        return self._compute(self.addresses)
+        fake_pycuda.STATE.trace.append(("enqueue", stream_handle))
+        return self._compute(self._addresses, stream_handle)
 
+    # binding-index API
+    def set_binding_shape(self, binding: int, shape) -> bool:
+        return self._set(self._engine._tensors[binding], shape)
 
-class ContextV2(_ContextBase):
-    def set_binding_shape(self, i: int, shape) -> bool:
-        return self._set(self.engine.tensors[i], shape)
-
-    def get_binding_shape(self, i: int) -> tuple:
-        t = self.engine.tensors[i]
-        return self.shapes[t["name"]] if t["mode"] == "INPUT" else self._out_shape(t)
+    def get_binding_shape(self, binding: int) -> tuple:
+        t = self._engine._tensors[binding]
+        return self._shapes[t["name"]] if t["mode"] == "INPUT" else self._out_shape(t)
 
     def execute_async_v2(self, bindings: List[int], stream_handle: int) -> bool:
         LOG["enqueue_v2"] += 1
-        ptrs = {t["name"]: bindings[i] for i, t in enumerate(self.engine.tensors)}
-        return self._compute(ptrs)
+        fake_pycuda.STATE.trace.append(("enqueue", stream_handle))
+        ptrs = {t["name"]: bindings[i] for i, t in enumerate(self._engine._tensors)}
+        return self._compute(ptrs, stream_handle)
+
+    def _compute(self, ptrs: Dict[str, int], stream_handle: int) -> bool:
+        if REAL_CUDA:
+            return self._compute_on_gpu(ptrs, stream_handle)
+        batch = self._batch()
+        tensors = self._engine._tensors
+        first_in = next(t for t in tensors if t["mode"] == "INPUT")
+        in_shape = self._shapes[first_in["name"]]
+        outs = [t for t in tensors if t["mode"] == "OUTPUT"]
+
+        def kernel() -> None:
+            raw = fake_pycuda.device_bytes(ptrs[first_in["name"]])
+            x = raw[: int(np.prod(in_shape)) * 4].view(np.float32).reshape(batch, -1)
+            means = x.mean(axis=1)
+            for t in outs:
+                shape = self._out_shape(t)
+                out = np.repeat(means[:, None], int(np.prod(shape[1:])), axis=1).astype(np.float32)
+                fake_pycuda.device_bytes(ptrs[t["name"]])[: out.nbytes] = out.reshape(-1).view(np.uint8)
+
+        fake_pycuda.launch(stream_handle, kernel, COMPUTE_MS_PER_ITEM * batch)
+        return True
+
+    def _compute_on_gpu(self, ptrs: Dict[str, int], stream_handle: int) -> bool:
+        import pycuda.driver as cuda
+
+        tensors = self._engine._tensors
+        first_in = next(t for t in tensors if t["mode"] == "INPUT")
+        first_out = next(t for t in tensors if t["mode"] == "OUTPUT")
+        n = min(int(np.prod(self._shapes[first_in["name"]])), int(np.prod(self._out_shape(first_out))))
+        cuda.memcpy_dtod_async(ptrs[first_out["name"]], ptrs[first_in["name"]], n * 4,
+                               _STREAMS.get(stream_handle))
+        return True
+
+
+_STREAMS: Dict[int, Any] = {}
+
+
+# -- the module ----------------------------------------------------------------------------------
+def nptype(trt_type):
+    mapping = {"FLOAT": np.float32, "HALF": np.float16, "INT8": np.int8, "INT32": np.int32,
+               "INT64": np.int64, "BOOL": np.bool_, "UINT8": np.uint8}
+    if trt_type.name in mapping:
+        return mapping[trt_type.name]
+    raise TypeError("Could not resolve TensorRT datatype to an equivalent numpy datatype.")
+
+
+_CLASSES = (ITensor, ILayer, INetworkDefinition, ParserError, OnnxParser, IOptimizationProfile, ITimingCache,
+            IHostMemory, IBuilderConfig, Builder, Runtime, EngineInspector, ICudaEngine, IExecutionContext)
+_ENUMS = ("BuilderFlag", "NetworkDefinitionCreationFlag", "LayerType", "LayerInformationFormat", "MemoryPoolType",
+          "DeviceType", "TensorIOMode", "DataType", "ProfilingVerbosity")
+_MODULE: Any = None
+
+
+def reset(version: str = "10.3.0") -> Any:
+    """Make the ``tensorrt`` module of ``version`` (the one ``install`` puts in sys.modules)."""
+    global API, VERSION, FAIL_BUILD, DLA_CORES, LOG, _MODULE
+    API, VERSION, FAIL_BUILD, DLA_CORES = load_api(version), version, False, 0
+    LOG = {"builds": 0, "builders": 0, "configs": [], "enqueue_v3": 0, "enqueue_v2": 0, "ranges": 0,
+           "runtimes": [], "contexts": 0, "parsed_paths": [], "messages": []}
+    module = types.ModuleType("tensorrt")
+    module.__doc__ = f"FAKE tensorrt {version} (tests/fakes/fake_tensorrt.py)"
+    module.__version__ = version
+    documented = set(API["module"])
+    for cls in _CLASSES:
+        if cls._binding in documented:
+            setattr(module, cls.__name__, cls)
+    for name in _ENUMS:
+        enum = _enum(name)
+        if enum is not None:
+            setattr(module, name, enum)
+    module.ILogger, module.Logger, module.nptype = ILogger, Logger, nptype
+
+    def __getattr__(name: str) -> Any:
+        if name in documented:
+            raise NotImplementedError(f"fake tensorrt {version}: {name} exists in this release but the "
+                                      "fake does not model it")
+        raise AttributeError(f"module 'tensorrt' has no attribute '{name}' (TensorRT {version})")
+
+    module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    _MODULE = module
+    return module
+
+
+def install(monkeypatch, version: str = "10.3.0", real_pycuda: bool = False) -> Any:
+    """Put a fake ``tensorrt`` of ``version`` (and unless ``real_pycuda`` a fake pycuda) in
+    sys.modules for one test; returns the tensorrt module."""
+    global REAL_CUDA
+    fake_pycuda.reset()
+    module = reset(version)
+    REAL_CUDA = real_pycuda
+    monkeypatch.setitem(sys.modules, "tensorrt", module)
+    if not real_pycuda:
+        package, driver = fake_pycuda.modules()
+        monkeypatch.setitem(sys.modules, "pycuda", package)
+        monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    return module
+
+
+def messages(worst: int = 2) -> List[str]:
+    return [m for s, m in LOG.get("messages", []) if s <= worst]
 
 
 reset()

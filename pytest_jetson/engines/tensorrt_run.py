@@ -1,0 +1,346 @@
+"""Running a TensorRT engine with pycuda, timed the way trtexec times it (samples/common/
+sampleInference.cpp).
+
+- I/O (``io=``): ``"mapped"`` (the default on an integrated GPU such as every Jetson's) puts inputs
+  and outputs in page-locked host memory mapped into the GPU's address space: zero copies, as an
+  application on unified memory runs. ``"device"`` (the default on a discrete GPU) uses device
+  buffers filled once: no copies in the timed loop (``trtexec --noDataTransfers``). ``"host"`` copies
+  inputs in and outputs out around every inference (trtexec's default on a discrete GPU).
+- The timed loop keeps two inferences in flight (trtexec's default ``--exposeDMA`` off): enqueue
+  one, then wait for the one before it, so the GPU never idles while the host waits. CUDA events
+  around each inference give its latency (first copy or kernel to last) and its GPU compute time
+  (enqueue to kernels done: trtexec's "GPU Compute Time").
+- CUDA graphs (``trtexec --useCudaGraph``): with cuda-python installed the enqueue is captured once
+  per shape and replayed; without it, or when TensorRT's enqueue cannot be captured, the loop
+  enqueues directly and says why.
+- Teardown frees every buffer, event, stream and graph while the CUDA context is still current:
+  pycuda skips (silently) frees whose context is gone, and as the CUDA runtime inside TensorRT
+  keeps the primary context alive, such buffers would leak for the life of the process.
+"""
+
+import os
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..errors import EngineError
+
+IO_MODES = ("mapped", "device", "host")
+#: Inferences in flight in the timed loop (trtexec: 1 + overlap, overlap on by default).
+IN_FLIGHT = 2
+
+
+# -- the CUDA context of this process -----------------------------------------------------------
+class ProcessContext:
+    """The primary context of device 0, retained once per process and shared by its engines."""
+
+    _lock = threading.Lock()
+    _by_pid: Dict[int, "ProcessContext"] = {}
+
+    def __init__(self, cuda: Any, index: int = 0) -> None:
+        cuda.init()
+        self.cuda = cuda
+        self.device = cuda.Device(index)
+        # the primary context is the one the CUDA runtime inside TensorRT uses too
+        self.context = self.device.retain_primary_context()
+        self.context.push()
+        self.thread = threading.get_ident()
+        self.users = 0
+
+    @classmethod
+    def acquire(cls, cuda: Any) -> "ProcessContext":
+        with cls._lock:
+            ctx = cls._by_pid.get(os.getpid())
+            if ctx is None:
+                ctx = cls._by_pid[os.getpid()] = cls(cuda)
+            ctx.users += 1
+            return ctx
+
+    def release(self) -> None:
+        with self._lock:
+            self.users -= 1
+            if self.users > 0:
+                return
+            self._by_pid.pop(os.getpid(), None)
+        if threading.get_ident() == self.thread:
+            try:
+                self.context.pop()
+            finally:
+                self.context.detach()
+
+    def attribute(self, name: str) -> Optional[int]:
+        attr = getattr(self.cuda.device_attribute, name, None)
+        if attr is None:
+            return None
+        try:
+            return int(self.device.get_attribute(attr))
+        except Exception:  # an attribute this driver does not know
+            return None
+
+    @property
+    def gpu_name(self) -> str:
+        return str(self.device.name())
+
+    @property
+    def compute_capability(self) -> str:
+        major, minor = self.device.compute_capability()
+        return f"{major}.{minor}"
+
+    @property
+    def sm_count(self) -> int:
+        return int(self.attribute("MULTIPROCESSOR_COUNT") or 0)
+
+    @property
+    def integrated(self) -> bool:
+        return bool(self.attribute("INTEGRATED"))
+
+
+# -- CUDA graphs through cuda-python --------------------------------------------------------------
+def import_cudart() -> Tuple[Optional[Any], str]:
+    """(cuda-python's runtime module, "") or (None, why not)."""
+    try:
+        from cuda.bindings import runtime as cudart  # cuda-python 12.6 and later
+        return cudart, ""
+    except ImportError:
+        pass
+    try:
+        from cuda import cudart  # type: ignore[no-redef]  # older cuda-python
+        return cudart, ""
+    except ImportError:
+        return None, "cuda-python is not installed (pip install 'pytest-jetson[cudagraph]')"
+
+
+class Graph:
+    """One captured enqueue, replayed with ``launch``."""
+
+    def __init__(self, cudart: Any, stream_handle: int, enqueue: Callable[[], bool]) -> None:
+        self.cudart = cudart
+        self.stream = stream_handle
+        self.exec: Any = None
+        mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal
+        self._check(cudart.cudaStreamBeginCapture(stream_handle, mode), "cudaStreamBeginCapture")
+        ok = False
+        try:
+            ok = bool(enqueue())
+        finally:
+            err, graph = cudart.cudaStreamEndCapture(stream_handle)
+        if not ok or err != cudart.cudaError_t.cudaSuccess or graph is None:
+            cudart.cudaGetLastError()  # clear the capture's error
+            if graph is not None and err == cudart.cudaError_t.cudaSuccess:
+                cudart.cudaGraphDestroy(graph)
+            raise RuntimeError("TensorRT's enqueue cannot be captured into a CUDA graph")
+        try:
+            err, self.exec = cudart.cudaGraphInstantiate(graph, 0)
+            self._check((err,), "cudaGraphInstantiate")
+        finally:
+            cudart.cudaGraphDestroy(graph)
+
+    def _check(self, result: Any, what: str) -> None:
+        err = result[0] if isinstance(result, tuple) else result
+        if err != self.cudart.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"{what} failed: {err}")
+
+    def launch(self) -> bool:
+        (err,) = self.cudart.cudaGraphLaunch(self.exec, self.stream)
+        return err == self.cudart.cudaError_t.cudaSuccess
+
+    def destroy(self) -> None:
+        if self.exec is not None:
+            self.cudart.cudaGraphExecDestroy(self.exec)
+            self.exec = None
+
+
+# -- buffers ------------------------------------------------------------------------------------
+class Binding:
+    """One I/O tensor: its host array (page-locked) and the device address TensorRT reads."""
+
+    __slots__ = ("name", "index", "is_input", "dtype", "host", "device", "address", "view")
+
+    def __init__(self, name: str, index: int, is_input: bool, dtype: Any) -> None:
+        self.name, self.index, self.is_input, self.dtype = name, index, is_input, np.dtype(dtype)
+        self.host: Any = None      # page-locked ndarray (its .base is pycuda's HostAllocation)
+        self.device: Any = None    # DeviceAllocation (device/host modes)
+        self.address = 0           # what TensorRT is given
+        self.view: Any = None      # host view at the bound batch
+
+    def allocate(self, cuda: Any, shape: Tuple[int, ...], io: str) -> None:
+        if io == "mapped":
+            self.host = cuda.pagelocked_empty(shape, self.dtype, mem_flags=cuda.host_alloc_flags.DEVICEMAP)
+            self.address = int(self.host.base.get_device_pointer())
+        else:
+            self.host = cuda.pagelocked_empty(shape, self.dtype)
+            self.device = cuda.mem_alloc(max(1, self.host.nbytes))
+            self.address = int(self.device)
+
+    def free(self) -> None:
+        """Free explicitly, in the current context (see the module doc)."""
+        self.view = None
+        host, self.host = self.host, None
+        if host is not None and getattr(host, "base", None) is not None and hasattr(host.base, "free"):
+            host.base.free()
+        device, self.device = self.device, None
+        if device is not None:
+            device.free()
+        self.address = 0
+
+
+class Slot:
+    """The events of one inference in flight."""
+
+    def __init__(self, cuda: Any) -> None:
+        flags = getattr(getattr(cuda, "event_flags", None), "BLOCKING_SYNC", 0)
+        # start: first copy or kernel; compute start/end: around the enqueue; end: last copy
+        self.start, self.c0, self.c1, self.end = (cuda.Event(flags) for _ in range(4))
+        self.t_enqueue = 0.0
+
+
+class Runner:
+    """Buffers, stream and events of one execution context; runs it once or back to back."""
+
+    def __init__(self, cuda: Any, context: Any, bindings: List[Binding], io: str, v3: bool,
+                 set_shapes: Callable[[int], Dict[str, Tuple[int, ...]]], graphs: bool, name: str) -> None:
+        self.cuda = cuda
+        self.context = context
+        self.bindings = bindings
+        self.io = io
+        self.v3 = v3
+        self.set_shapes = set_shapes
+        self.name = name
+        self.stream = cuda.Stream()
+        self.slots = [Slot(cuda) for _ in range(IN_FLIGHT)]
+        self.ptrs = [b.address for b in sorted(bindings, key=lambda b: b.index)]
+        self.bound: Optional[int] = None
+        self.graph: Optional[Graph] = None
+        self.graph_note = "off" if not graphs else ""
+        self.cudart: Any = None
+        if graphs:
+            self.cudart, why = import_cudart()
+            if self.cudart is None:
+                self.graph_note = why
+        self.failed = ""
+
+    # -- shapes ---------------------------------------------------------------------------------
+    def bind(self, batch: int) -> Dict[str, Tuple[int, ...]]:
+        shapes = self.set_shapes(batch)
+        for b in self.bindings:
+            n = int(np.prod(shapes[b.name]))
+            b.view = b.host.reshape(-1)[:n].reshape(shapes[b.name])
+        if self.io == "device":
+            for b in self.bindings:
+                if b.is_input:  # filled once: no copies in the loop
+                    self.cuda.memcpy_htod_async(b.device, b.view, self.stream)
+            self.stream.synchronize()
+        self.bound = batch
+        self._capture()
+        return shapes
+
+    def _capture(self) -> None:
+        if self.graph is not None:
+            self.graph.destroy()
+            self.graph = None
+        if self.cudart is None or self.graph_note:
+            return
+        # trtexec enqueues once before capturing, so lazy initialisation stays out of the graph
+        self._enqueue_direct()
+        self.stream.synchronize()
+        try:
+            self.graph = Graph(self.cudart, int(self.stream.handle), self._enqueue_direct)
+        except RuntimeError as exc:
+            self.graph_note = f"{exc}; enqueued directly"
+
+    @property
+    def graph_state(self) -> str:
+        return "on" if self.graph is not None else (self.graph_note or "off")
+
+    # -- one inference ----------------------------------------------------------------------------
+    def _enqueue_direct(self) -> bool:
+        if self.v3:
+            return bool(self.context.execute_async_v3(self.stream.handle))
+        return bool(self.context.execute_async_v2(bindings=self.ptrs, stream_handle=self.stream.handle))
+
+    def _launch(self, slot: Slot) -> None:
+        cuda, stream = self.cuda, self.stream
+        slot.start.record(stream)
+        if self.io == "host":
+            for b in self.bindings:
+                if b.is_input:
+                    cuda.memcpy_htod_async(b.device, b.view, stream)
+        slot.c0.record(stream)
+        slot.t_enqueue = time.perf_counter()
+        ok = self.graph.launch() if self.graph is not None else self._enqueue_direct()
+        if not ok:
+            raise EngineError(f"{self.name}: TensorRT failed to enqueue the batch")
+        slot.c1.record(stream)
+        if self.io == "host":
+            for b in self.bindings:
+                if not b.is_input:
+                    cuda.memcpy_dtoh_async(b.view, b.device, stream)
+        slot.end.record(stream)
+
+    def run_once(self, batch: int) -> Dict[str, np.ndarray]:
+        """One inference, synchronised; the outputs copied out (they outlive the engine)."""
+        if batch != self.bound:
+            self.bind(batch)
+        slot = self.slots[0]
+        self._launch(slot)
+        slot.end.synchronize()
+        if self.io == "device":
+            for b in self.bindings:
+                if not b.is_input:
+                    self.cuda.memcpy_dtoh_async(b.view, b.device, self.stream)
+            self.stream.synchronize()
+        self.last = (slot.end.time_since(slot.start) * 1e-3, slot.c1.time_since(slot.c0) * 1e-3)
+        return {b.name: np.array(b.view) for b in self.bindings if not b.is_input}
+
+    # -- back to back -----------------------------------------------------------------------------
+    def timed_run(self, batch: int, now: Callable[[], float], until_t: Optional[float],
+                  until_n: Optional[int], latencies: List[float], ends: List[float],
+                  gpu_times: Optional[List[float]]) -> Optional[float]:
+        """Run until the clock passes ``until_t`` or ``until_n`` inferences completed, with
+        IN_FLIGHT in flight; one entry per completed inference. Returns the last completion time
+        (None if nothing ran)."""
+        if batch != self.bound:
+            self.bind(batch)
+        limit_t = float("inf") if until_t is None else until_t - 1e-9
+        limit_n = -1 if until_n is None else int(until_n)
+        pending: Deque[Slot] = deque()
+        free = list(self.slots)
+        launched = 0
+        last: Optional[float] = None
+        while True:
+            if free and launched != limit_n and (last is None or last < limit_t):
+                slot = free.pop()
+                self._launch(slot)
+                pending.append(slot)
+                launched += 1
+                if len(pending) < IN_FLIGHT and launched != limit_n:
+                    continue
+            if not pending:
+                break
+            slot = pending.popleft()
+            slot.end.synchronize()
+            last = now()
+            latencies.append(slot.end.time_since(slot.start) * 1e-3)  # time_since is in ms
+            ends.append(last)
+            if gpu_times is not None:
+                gpu_times.append(slot.c1.time_since(slot.c0) * 1e-3)
+            free.append(slot)
+        return last
+
+    # -- teardown -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free everything while the context is current (the caller makes sure it is)."""
+        try:
+            if self.stream is not None:
+                self.stream.synchronize()
+        finally:
+            if self.graph is not None:
+                self.graph.destroy()
+                self.graph = None
+            for b in self.bindings:
+                b.free()
+            self.slots = []
+            self.stream = None
