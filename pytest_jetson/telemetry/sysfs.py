@@ -25,9 +25,9 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
-from ..devices.detect import gpu_devfreq_dirs, parse_int, system_root
+from ..devices.detect import gpu_devfreq_dirs, system_root
 from .base import Reading, Source
 from .tegrastats import BOARD_RAILS, IGNORED_SENSORS, UNCONNECTED_RAILS
 
@@ -42,8 +42,11 @@ GPU_LOAD_FILES = (
     "sys/devices/17000000.gp10b/load",
     "sys/devices/57000000.gpu/load",
 )
-EMC_RATE_FILES = ("sys/kernel/debug/bpmp/debug/clk/emc/rate", "sys/kernel/debug/clk/emc/clk_rate",
-                  "sys/kernel/debug/clk/override.emc/clk_rate")
+#: EMC clock (Hz) and activity files by SoC, as NVIDIA's jetson_clocks and jetson-stats read them:
+#: BPMP debugfs on TX2, Xavier and Orin; tegra_bwmgr's override clock on the Nano (tegra210); the
+#: bandwidth manager's devfreq node on Thor. All but the last are root-only debugfs files.
+EMC_RATE_FILES = ("sys/kernel/debug/bpmp/debug/clk/emc/rate", "sys/kernel/debug/clk/override.emc/clk_rate",
+                  "sys/kernel/debug/clk/emc/clk_rate", "sys/class/devfreq/bwmgr/cur_freq")
 EMC_ACTIVITY_FILES = ("sys/kernel/actmon_avg_activity/mc_all", "sys/kernel/debug/cactmon/mc_all",
                       "sys/kernel/debug/bpmp/debug/actmon/mc_all_avg_activity")
 #: Readings at or below this are "sensor absent" placeholders (the kernel reports -256 C).
@@ -68,21 +71,22 @@ def read_small(path: str, limit: int = 64) -> Optional[str]:
         os.close(fd)
 
 
-def read_number(path: Optional[str], lo: int = -(10 ** 15), hi: int = 10 ** 15) -> Optional[int]:
-    """The integer in a sysfs file (first token), None when absent or not a plausible number."""
-    if path is None:
-        return None
-    text = read_small(path)
+def parse_number(text: Optional[str], lo: int = -(10 ** 15), hi: int = 10 ** 15) -> Optional[int]:
+    """The ASCII integer a sysfs file starts with, if it lies in [lo, hi]; else None ('²', a
+    5,000-digit number and 'off' all count as no reading)."""
     if not text:
         return None
-    token = text.split()[0]
-    if not _NUMBER.fullmatch(token):
+    token = text.split(None, 1)[0]
+    digits = token[1:] if token[:1] == "-" else token
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
         return None
-    negative = token.startswith("-")
-    value = parse_int(token.lstrip("-"), 0, hi if not negative else -lo)
-    if value is None:
-        return None
-    return -value if negative else value
+    value = int(token)
+    return value if lo <= value <= hi else None
+
+
+def read_number(path: Optional[str], lo: int = -(10 ** 15), hi: int = 10 ** 15) -> Optional[int]:
+    """The integer in a sysfs file (first token), None when absent or not a plausible number."""
+    return None if path is None else parse_number(read_small(path), lo, hi)
 
 
 @dataclass
@@ -95,11 +99,11 @@ class Rail:
     files: Tuple[str, ...]
     device: str = ""
 
-    def read_mw(self) -> Optional[float]:
+    def read_mw(self, read: Callable[[str], Optional[str]] = read_small) -> Optional[float]:
         if self.kind == "hwmon":
-            mv, ma = read_number(self.files[0]), read_number(self.files[1])
+            mv, ma = parse_number(read(self.files[0])), parse_number(read(self.files[1]))
             return None if mv is None or ma is None else mv * ma / 1000.0
-        value = read_number(self.files[0])
+        value = parse_number(read(self.files[0]))
         if value is None:
             return None
         return value / 1000.0 if self.kind == "ina238" else float(value)
@@ -226,30 +230,31 @@ def find_board_files(root: Path) -> BoardFiles:
     return files
 
 
-def read_gpu_load_pct(files: BoardFiles) -> Optional[float]:
+def read_gpu_load_pct(files: BoardFiles, read: Callable[[str], Optional[str]] = read_small) -> Optional[float]:
     """The GPU load in percent; the kernel's file counts per mille."""
-    value = read_number(files.gpu_load, 0, 1000)
+    value = None if files.gpu_load is None else parse_number(read(files.gpu_load), 0, 1000)
     return None if value is None else value / 10.0
 
 
-def read_temps(zones: List[Zone]) -> Dict[str, float]:
+def read_temps(zones: List[Zone], read: Callable[[str], Optional[str]] = read_small) -> Dict[str, float]:
     temps: Dict[str, float] = {}
     for z in zones:
-        mc = read_number(z.temp, -300000, 300000)
+        mc = parse_number(read(z.temp), -300000, 300000)
         if mc is not None and mc > TEMP_ABSENT_MC:
             temps[z.kind] = mc / 1000.0
     return temps
 
 
-def read_memory_used(root: Path) -> Optional[float]:
-    text = read_small(str(root / "proc/meminfo"), limit=8192)
+def read_memory_used(meminfo: str, read: Optional[Callable[..., Optional[str]]] = None) -> Optional[float]:
+    """Memory in use (MemTotal - MemAvailable) in bytes, from the /proc/meminfo at ``meminfo``."""
+    text = (read or read_small)(meminfo, 8192)
     if not text:
         return None
     kb: Dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
         if len(parts) >= 2 and parts[0] in ("MemTotal:", "MemAvailable:"):
-            value = parse_int(parts[1], 0, 2 ** 40)
+            value = parse_number(parts[1], 0, 2 ** 40)
             if value is not None:
                 kb[parts[0]] = value
     if len(kb) < 2:
@@ -269,6 +274,37 @@ class SysfsSource(Source):
         self.files: Optional[BoardFiles] = None
         self.power_basis: Optional[str] = None
         self._cpu_last: Optional[Tuple[int, int]] = None
+        #: Files kept open between samples and read again from offset 0, as sysfs and procfs
+        #: allow: opening ~20 files at 100 Hz would cost more than reading them.
+        self._fds: Dict[str, int] = {}
+        self._meminfo = str(self.root / "proc/meminfo")
+        self._stat = str(self.root / "proc/stat")
+
+    def _read(self, path: str, limit: int = 64) -> Optional[str]:
+        fd = self._fds.get(path)
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                return None
+            self._fds[path] = fd
+        try:
+            return os.pread(fd, limit, 0).decode("ascii", errors="replace").strip()
+        except OSError:
+            self._close(path)
+            return None
+
+    def _close(self, path: str) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        for path in list(self._fds):
+            self._close(path)
 
     def _discover(self) -> BoardFiles:
         if self.files is None:
@@ -303,7 +339,7 @@ class SysfsSource(Source):
         files = self._discover()
         rails: Dict[str, float] = {}
         for rail in files.rails:
-            mw = rail.read_mw()
+            mw = rail.read_mw(self._read)
             if mw is None:
                 continue
             key, k = rail.name, 2
@@ -316,9 +352,9 @@ class SysfsSource(Source):
             board = rails[named] if named else sum(rails.values())
         clock = None
         if files.gpu_devfreq is not None:
-            hz = read_number(os.path.join(files.gpu_devfreq, "cur_freq"), 0, 10 ** 10)
+            hz = parse_number(self._read(os.path.join(files.gpu_devfreq, "cur_freq")), 0, 10 ** 10)
             clock = None if hz is None else hz / 1e6
-        temps = read_temps(files.zones)
+        temps = read_temps(files.zones, self._read)
         throttle = [
             f"thermal zone {z.kind} at {temps[z.kind]:.1f} C, at or past its passive trip point "
             f"{z.passive_c:.0f} C (the kernel slows the clocks there)"
@@ -328,8 +364,8 @@ class SysfsSource(Source):
             t=now,
             board_power_w=board,
             rails_w=rails,
-            memory_bytes=read_memory_used(self.root),
-            gpu_util=read_gpu_load_pct(files),
+            memory_bytes=read_memory_used(self._meminfo, self._read),
+            gpu_util=read_gpu_load_pct(files, self._read),
             gpu_clock_mhz=clock,
             emc_util=self._emc_util(files),
             cpu_util=self._cpu_util(),
@@ -337,23 +373,25 @@ class SysfsSource(Source):
             throttle=throttle,
         )
 
-    @staticmethod
-    def _emc_util(files: BoardFiles) -> Optional[float]:
+    def _emc_util(self, files: BoardFiles) -> Optional[float]:
         """EMC load in percent: actmon's average activity over the EMC clock in kHz (jtop's
         formula). Both files are in debugfs, readable by root only on a board."""
-        rate = read_number(files.emc_rate, 1, 10 ** 11)
-        activity = read_number(files.emc_activity, 0, 10 ** 15)
+        if files.emc_rate is None or files.emc_activity is None:
+            return None
+        rate = parse_number(self._read(files.emc_rate), 1, 10 ** 11)
+        activity = parse_number(self._read(files.emc_activity), 0, 10 ** 15)
         if rate is None or activity is None:
             return None
         return min(100.0, activity / (rate / 1000.0))
 
     def _cpu_util(self) -> Optional[float]:
-        text = read_small(str(self.root / "proc/stat"), limit=256)
+        text = self._read(self._stat, 256)
         if not text or not text.startswith("cpu "):
             return None
-        fields = [parse_int(x, 0, 2 ** 62) for x in text.splitlines()[0].split()[1:8]]
-        if any(f is None for f in fields):
+        tokens = text.split("\n", 1)[0].split()[1:8]
+        if len(tokens) < 5 or not all(t.isascii() and t.isdigit() and len(t) < 19 for t in tokens):
             return None
+        fields = [int(t) for t in tokens]
         total, idle = sum(fields), fields[3] + fields[4]  # type: ignore[arg-type,operator]
         last, self._cpu_last = self._cpu_last, (total, idle)
         if last is None or total <= last[0]:
