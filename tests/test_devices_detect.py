@@ -270,3 +270,27 @@ def test_devices_detect_on_a_host_and_as_json(monkeypatch, capsys, tmp_path):
 
     data = json.loads(capsys.readouterr().out)
     assert data["profile"] == "agx-thor" and data["part_number"] == "p3834-0008" and data["notes"] == []
+
+
+# -- pytest start-up on odd files ------------------------------------------------------------------
+TEST_DEVICE = """
+def test_device(jetson_device):
+    print("DEVICE", jetson_device.id, jetson_device.power_mode.name, jetson_device.simulated)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_pytest_starts_on_a_board_with_odd_files(pytester, monkeypatch, tmp_path):
+    root = copy("orin-nano-8gb-jp51", tmp_path / "t")
+    write(root, "var/lib/nvpmodel/status", "pmode:" + "9" * 5000)
+    write(root, "proc/meminfo", "MemTotal:       " + "9" * 60 + " kB")
+    devfreq = root / "sys/devices/17000000.ga10b/devfreq/17000000.ga10b"
+    write(devfreq, "min_freq", "3²6000000")
+    (root / "etc/nv_tegra_release").unlink()
+    os.mkfifo(root / "etc/nv_tegra_release")
+    monkeypatch.setenv(d.ROOT_ENV, str(root))
+    pytester.makepyfile(TEST_DEVICE)
+    result = pytester.runpytest_subprocess("-s", timeout=120)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["jetson: Jetson Orin Nano 8GB (real) · power mode 15W · JetPack - · TensorRT -",
+                                 "*DEVICE orin-nano-8gb 15W False"])
