@@ -134,3 +134,8 @@ def test_sampler_on_sysfs_reads_changing_files(tmp_path):
     assert s.rails["VDD_SOC"]["peak_w"] == pytest.approx(2.72)
     assert s.gpu_clock_max_mode_mhz == pytest.approx(624.75)
     assert s.emc_util_mean == pytest.approx(15.0)
+
+
+def test_the_class_probe_says_why_for_a_root(tmp_path):
+    assert SysfsSource.probe(str(tree("agx-thor-jp70"))) is None
+    assert "no INA3221/INA238 power monitor" in SysfsSource.probe(str(tmp_path))

@@ -31,6 +31,8 @@ JTOP_MISSING = "jetson-stats is not installed: pip install 'pytest-jetson[jtop]'
 RESTART = "sudo systemctl restart jtop.service"
 #: The interval the session's client asks the service for (the service keeps its first client's).
 CLIENT_INTERVAL = 0.1
+#: Connection attempts while a just-woken service has no data yet.
+START_ATTEMPTS = 3
 _VERSIONS = re.compile(r"service:\s*\[([^\]]*)\]\s*and client:\s*\[([^\]]*)\]")
 
 
@@ -106,12 +108,18 @@ class _Shared:
             pipe = _service_pipe()
             if pipe and not os.path.exists(pipe):
                 return None, not_running(mod)
-            try:
-                client = mod.jtop(interval=interval)
-                client.start()
-            except Exception as exc:  # JtopException and the OSErrors it wraps
-                cls.error = explain(exc, mod)
-                return None, cls.error
+            for attempt in range(START_ATTEMPTS):
+                try:
+                    client = mod.jtop(interval=interval)
+                    client.start()
+                    break
+                except Exception as exc:  # JtopException and the OSErrors it wraps
+                    # A service whose timer was idle answers the first client only after its
+                    # first read of the board; the client gives up after three intervals.
+                    if "error connection" in str(exc).lower() and attempt + 1 < START_ATTEMPTS:
+                        continue
+                    cls.error = explain(exc, mod)
+                    return None, cls.error
             cls.client = client
             return client, None
 

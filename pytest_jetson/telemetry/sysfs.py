@@ -313,6 +313,11 @@ class SysfsSource(Source):
             self.power_basis = board_rail(names) or ("sum of rails" if names else None)
         return self.files
 
+    @classmethod
+    def probe(cls, root: Optional[str] = None) -> Optional[str]:  # type: ignore[override]
+        """None when this board (under ``root``) has a power monitor to read; else why not."""
+        return cls(root).probe_instance()
+
     def probe_instance(self) -> Optional[str]:
         files = self._discover()
         if not files.rails:
