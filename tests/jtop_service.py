@@ -90,6 +90,11 @@ def _install(tree: str, config_dir: str) -> None:
 
 
 def serve(tree: str, socket: str, config_dir: str, version: Optional[str]) -> None:
+    import multiprocessing
+
+    # The service's processes must inherit this view of the board (Python 3.14 no longer forks
+    # by default).
+    multiprocessing.set_start_method("fork", force=True)
     os.environ["PYTEST_JETSON_SYSROOT"] = tree
     os.environ["PATH"] = f"{FAKE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     _install(tree.rstrip("/"), config_dir)

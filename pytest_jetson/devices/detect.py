@@ -208,11 +208,6 @@ def parse_int(text: Optional[str], lo: int, hi: int) -> Optional[int]:
     return value if lo <= value <= hi else None
 
 
-# Kept for callers that read one file: the text of root/path or None.
-def _read(root: Path, path: str) -> Optional[str]:
-    return read_text(root, path)
-
-
 def read_model(root: Optional[Path] = None, notes: Optional[Notes] = None) -> Optional[str]:
     for path in ("/proc/device-tree/model", "/sys/firmware/devicetree/base/model"):
         text = read_text(root, path, notes, limit=1024)

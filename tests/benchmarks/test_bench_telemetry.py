@@ -5,6 +5,8 @@ parse_line's speed. Each cost is also measured, in the same run, for a sampler t
 its last interval instead of waiting on the stop event (the former implementation), as a ratio.
 
 Run: python3 -m pytest tests/benchmarks/test_bench_telemetry.py --benchmark-only -s
+(PYTEST_JETSON_BENCH_SECONDS, 2 s per source, and PYTEST_JETSON_BENCH_WINDOWS, 20 stop() windows,
+lengthen the run).
 Figures land in the benchmark's extra_info (``--benchmark-json``) and are printed with -s.
 """
 
@@ -26,8 +28,8 @@ from pytest_jetson.telemetry.tegrastats import parse_line
 
 pytest.importorskip("pytest_benchmark")
 
-SECONDS = float(os.environ.get("PYTEST_JETSON_BENCH_SECONDS", "3"))
-WINDOWS = int(os.environ.get("PYTEST_JETSON_BENCH_WINDOWS", "40"))
+SECONDS = float(os.environ.get("PYTEST_JETSON_BENCH_SECONDS", "2"))
+WINDOWS = int(os.environ.get("PYTEST_JETSON_BENCH_WINDOWS", "20"))
 INTERVAL = 0.01
 DATA = Path(__file__).parent.parent / "data"
 LINE = [x for x in (DATA / "tegrastats" / "jp6_agx_orin.txt").read_text().splitlines()

@@ -1,6 +1,6 @@
 """Write the recorded board trees under ``tests/data/boards/`` and their README.
 
-Run ``python tests/data/boards/build.py`` after changing a board below; ``tests/test_board_trees.py``
+Run ``python tests/data/boards/build.py`` after changing a board below; ``tests/test_devices_board_trees.py``
 fails when the committed trees and this file disagree. Each board is one dict: what its files say,
 and where each value comes from (``sources``). A value no public source gives is marked in
 ``unknown`` with what was written instead, so a reader can tell a recording from a stand-in.
@@ -32,6 +32,12 @@ SOURCES = {
                    "emulators of NVIDIA's tools, with their Nano and TX2 outputs)",
     "js-360": "rbonghi/jetson_stats issue #360 (tegrastats' own source table: GR3D_FREQ, "
               "IGPU_LOAD, EMC_FREQ, EMC_LOAD paths per board)",
+    "js-323": "rbonghi/jetson_stats issue #323 (NVIDIA's jetson_clocks EMC paths per SoC: tegra186/194 "
+              "/sys/kernel/debug/bpmp/debug/clk/emc/{rate,min_rate,max_rate,mrq_rate_locked}; tegra210 "
+              "/sys/kernel/debug/tegra_bwmgr/emc_{min,max}_rate and /sys/kernel/debug/clk/override.emc/"
+              "{clk_rate,clk_state})",
+    "js-825": "rbonghi/jetson_stats pull request #825 (Thor EMC: /sys/class/devfreq/bwmgr/{cur,min,max}_freq, "
+              "activity in /sys/kernel/debug/bpmp/debug/actmon/mc_all_avg_activity)",
     "js-400": "rbonghi/jetson_stats issue #400 (jtop --error-log of an Orin Nano 8GB devkit, L4T "
               "35.3.1: nv_tegra_release, model, compatible, dtsfilename)",
     "js-525": "rbonghi/jetson_stats issue #525 (jtop --error-log of a Xavier NX devkit, L4T 35.3.1)",
@@ -143,7 +149,7 @@ BOARDS = {
         cpu=dict(count=4, min=102000, max=1479000, governor="schedutil"),
         gpu=dict(device="sys/devices/57000000.gpu", name="gpu", devfreq_name="57000000.gpu",
                  links=["sys/devices/gpu.0"], min=76800000, max=921600000, governor="nvhost_podgov"),
-        emc=dict(kind="clk", max=1600000000, min=204000000),
+        emc=dict(kind="tegra210", max=1600000000, min=204000000),
         rails=[dict(bus="6-0040", driver="ina3221x", layout="iio", node="iio:device0",
                     channels=[("POM_5V_IN", 5000), ("POM_5V_GPU", 5000), ("POM_5V_CPU", 5000)])],
         thermal=[("AO-therm", "AO"), ("CPU-therm", "CPU"), ("GPU-therm", "GPU"), ("PLL-therm", "PLL"),
@@ -154,8 +160,8 @@ BOARDS = {
                      nvpmodel="js-emulator (show_verbose_nano: MAXN(0), 5W(1), DEFAULT=MAXN(0)); "
                               "conf-profiles (nano.json)",
                      gpu="js-417; js-360 (IGPU_LOAD /sys/devices/gpu.0/load); js-emulator",
-                     rails="nano-iio", thermal="thermal-nano; js-417", emc="js-readers (read_emc "
-                     "clk branch); js-360", cpu="js-emulator; public jetson_clocks outputs (Nano MaxFreq=1479000)",
+                     rails="nano-iio", thermal="thermal-nano; js-417", emc="js-323 (tegra210 paths); "
+                     "js-readers (read_emc tegra_bwmgr branch)", cpu="js-emulator; public jetson_clocks outputs (Nano MaxFreq=1479000)",
                      memory="meminfo"),
         unknown=["INA3221 bus voltages (in_voltageN_input): not in any source read; the nominal 5000 mV "
                  "is written and the current follows from the tegrastats power",
@@ -182,7 +188,7 @@ BOARDS = {
         cpu=dict(count=6, min=345600, max=2035200, governor="schedutil"),
         gpu=dict(device="sys/devices/17000000.gp10b", name="gp10b", devfreq_name="17000000.gp10b",
                  links=["sys/devices/gpu.0"], min=114750000, max=1300500000, governor="nvhost_podgov"),
-        emc=dict(kind="clk", max=1866000000, min=40800000),
+        emc=dict(kind="bpmp", max=1866000000, min=40800000),
         rails=[dict(bus="0-0040", driver="ina3221x", layout="iio", node="iio:device0",
                     channels=[("VDD_SYS_GPU", 19000), ("VDD_SYS_SOC", 19000), ("VDD_4V0_WIFI", 4000)]),
                dict(bus="0-0041", driver="ina3221x", layout="iio", node="iio:device1",
@@ -196,7 +202,8 @@ BOARDS = {
                      nvpmodel="conf-profiles (tx2.json: MAXN, MAXQ, MAXP_CORE_ALL, MAXP_CORE_ARM, "
                               "MAXP_CORE_DENVER, DEFAULT=3)",
                      gpu="js-413; js-emulator (show_tx2: GPU MinFreq=114750000)", rails="tx2-iio",
-                     thermal="tegrastats sensor names on the line", emc="js-readers; js-emulator (EMC MaxFreq=1866 on the line)",
+                     thermal="tegrastats sensor names on the line", emc="js-323 (tegra186: bpmp paths); the first TX2 line "
+                     "(EMC_FREQ 2%@1866)",
                      cpu="js-emulator (show_tx2: MinFreq=345600 MaxFreq=2035200)", memory="meminfo"),
         unknown=["the line has all six cores online: consistent with MAXN (0) and MAXP_CORE_ALL (2); "
                  "the status file says 0",
@@ -543,7 +550,7 @@ BOARDS = {
         cpu=dict(count=14, min=972000, max=2601000, governor="schedutil"),
         gpu=dict(device=None, name=None, devfreq_name="gpu-gpc-0", links=[], min=0, max=1575000000,
                  governor="nvhost_podgov", extra_devfreq=["gpu-nvd-0"]),
-        emc=dict(kind="bpmp", max=4266000000, min=665600000),
+        emc=dict(kind="devfreq", max=4266000000, min=665600000),
         rails=[dict(bus="2-0040", driver="ina3221", layout="hwmon", node="hwmon1",
                     channels=[("VDD_GPU", 5000), ("VDD_CPU_SOC_MSS", 5000), ("VIN_SYS_5V0", 5000)]),
                dict(bus="2-0044", driver="ina238", layout="hwmon", node="hwmon2", vin_mw=28906, vin_mv=19000)],
@@ -558,10 +565,10 @@ BOARDS = {
                          "jetson_clocks --show)",
                      rails="the lines (VDD_GPU, VDD_CPU_SOC_MSS, VIN_SYS_5V0 on the module INA3221); js-900 "
                            "(INA238 VIN on the carrier: in1_input mV, curr1_input mA, power1_input uW)",
-                     thermal="the line (cpu, tj, soc012, soc345)", emc="the line (EMC_FREQ 0%@665)",
+                     thermal="the line (cpu, tj, soc012, soc345)", emc="js-825; the line (EMC_FREQ 0%@665)",
                      cpu="the line (14 cores at 972 MHz); the profile (max 2601 MHz)", memory="meminfo"),
         unknown=["readings from an L4T 38.4 capture (lesomnus/tegra-exporter) stand in for the 38.2 board",
-                 "the INA238 VIN reading (28906 mW) is from another capture (jp7_r39.txt, line 2, L4T 39): the "
+                 "the INA238 VIN reading (28906 mW) is from another capture (jp7_r39.txt, its second line, L4T 39): the "
                  "38.4 tegrastats does not print VIN; 19 V input is the devkit supply, current follows",
                  "I2C bus/address of both monitors (2-0040, 2-0044) and hwmon indices are stand-ins",
                  "the Thor GPU devfreq node has no 'device/of_node' link or 'load' file per js-885; its "
@@ -716,17 +723,24 @@ def write_emc(root, b, s):
     e = b["emc"]
     rate = int(round(s.emc_freq_mhz * 1e6)) if s.emc_freq_mhz else e["max"]
     activity = int(round((s.emc_load_pct or 0) * (rate // 1000)))
-    if e["kind"] == "bpmp":
+    actmon = "sys/kernel/actmon_avg_activity/mc_all"
+    if e["kind"] == "bpmp":  # tegra186, tegra194, tegra234
         d = "sys/kernel/debug/bpmp/debug/clk/emc"
         for k, v in (("rate", rate), ("max_rate", e["max"]), ("min_rate", e["min"]), ("mrq_rate_locked", 0)):
             _w(root, f"{d}/{k}", v)
-    else:
-        d = "sys/kernel/debug/clk/emc"
-        for k, v in (("clk_rate", rate), ("clk_max_rate", e["max"]), ("clk_min_rate", e["min"]),
-                     ("clk_enable_count", 1)):
+    elif e["kind"] == "tegra210":
+        for k, v in (("emc_min_rate", e["min"]), ("emc_max_rate", e["max"])):
+            _w(root, f"sys/kernel/debug/tegra_bwmgr/{k}", v)
+        for k, v in (("clk_rate", rate), ("clk_state", 0)):
+            _w(root, f"sys/kernel/debug/clk/override.emc/{k}", v)
+    else:  # Thor: the bandwidth manager's devfreq node and BPMP's actmon
+        d = "sys/devices/platform/bwmgr/devfreq/bwmgr"
+        for k, v in (("cur_freq", rate), ("min_freq", e["min"]), ("max_freq", e["max"]), ("governor", "bpmp-bw")):
             _w(root, f"{d}/{k}", v)
+        _link(root, "sys/class/devfreq/bwmgr", d)
+        actmon = "sys/kernel/debug/bpmp/debug/actmon/mc_all_avg_activity"
     # actmon's average EMC activity: jtop divides it by the clock in kHz to get the percentage.
-    _w(root, "sys/kernel/actmon_avg_activity/mc_all", activity)
+    _w(root, actmon, activity)
 
 
 def write_engines(root, b, s):
@@ -898,7 +912,7 @@ read, laid out as on the board (`proc/device-tree` is a link to `sys/firmware/de
 it. `tree.json` beside the files is not a board file: it holds what a reader of the tree should find
 (the test expectations) and names the tegrastats line the readings come from.
 
-The trees are written by `build.py` from the table in it; `tests/test_board_trees.py` fails when
+The trees are written by `build.py` from the table in it; `tests/test_devices_board_trees.py` fails when
 they disagree. Values no public source gives are listed under *Unknown* for each board with what
 was written instead. Sources are named by key; the keys are listed at the end.
 
@@ -907,7 +921,7 @@ Conventions for every tree:
   line (`tests/data/tegrastats/`), written so that the board's tools would print that line:
   hwmon rails as voltage (mV) and current (mA, from the printed power), JetPack 4 iio rails as
   power (mW), voltage and current; the GPU `load` file in per mille; devfreq clocks in Hz;
-  `actmon_avg_activity/mc_all` as load x clock (kHz), which is how jetson-stats derives EMC load.
+  actmon's EMC activity as load x clock (kHz), which is how jetson-stats derives EMC load.
 - `/proc/stat` counters, `/proc/buddyinfo`, `/proc/cpuinfo` (processor lines only), `/etc/fstab`
   and the INA `curr*_max`/`curr*_crit` limits are stand-ins with the kernel's format: no source
   gives them for these boards, and no test reads their values.
