@@ -51,6 +51,9 @@ EMC_ACTIVITY_FILES = ("sys/kernel/actmon_avg_activity/mc_all", "sys/kernel/debug
                       "sys/kernel/debug/bpmp/debug/actmon/mc_all_avg_activity")
 #: Readings at or below this are "sensor absent" placeholders (the kernel reports -256 C).
 TEMP_ABSENT_MC = -100000
+#: Temperatures, memory and CPU load change slowly and cost ~10 of the ~20 files a sample reads:
+#: they are read at most this often (seconds); samples in between carry power, GPU and EMC only.
+SLOW_FIELDS_INTERVAL = 0.1
 #: The name sysfs and tegrastats give the Thor carrier's INA238 input rail.
 INA238_RAIL = "VIN"
 _NUMBER = re.compile(r"-?[0-9]+")
@@ -278,6 +281,7 @@ class SysfsSource(Source):
         #: allow: opening ~20 files at 100 Hz would cost more than reading them.
         self._fds: Dict[str, int] = {}
         self._meminfo = str(self.root / "proc/meminfo")
+        self._slow_at: Optional[float] = None
         self._stat = str(self.root / "proc/stat")
 
     def _read(self, path: str, limit: int = 64) -> Optional[str]:
@@ -359,24 +363,26 @@ class SysfsSource(Source):
         if files.gpu_devfreq is not None:
             hz = parse_number(self._read(os.path.join(files.gpu_devfreq, "cur_freq")), 0, 10 ** 10)
             clock = None if hz is None else hz / 1e6
-        temps = read_temps(files.zones, self._read)
-        throttle = [
-            f"thermal zone {z.kind} at {temps[z.kind]:.1f} C, at or past its passive trip point "
-            f"{z.passive_c:.0f} C (the kernel slows the clocks there)"
-            for z in files.zones if z.passive_c is not None and temps.get(z.kind, -1e9) >= z.passive_c
-        ]
-        return Reading(
+        reading = Reading(
             t=now,
             board_power_w=board,
             rails_w=rails,
-            memory_bytes=read_memory_used(self._meminfo, self._read),
             gpu_util=read_gpu_load_pct(files, self._read),
             gpu_clock_mhz=clock,
             emc_util=self._emc_util(files),
-            cpu_util=self._cpu_util(),
-            temps_c=temps,
-            throttle=throttle,
         )
+        if self._slow_at is None or not now - SLOW_FIELDS_INTERVAL < self._slow_at <= now:
+            self._slow_at = now
+            temps = read_temps(files.zones, self._read)
+            reading.temps_c = temps
+            reading.throttle = [
+                f"thermal zone {z.kind} at {temps[z.kind]:.1f} C, at or past its passive trip point "
+                f"{z.passive_c:.0f} C (the kernel slows the clocks there)"
+                for z in files.zones if z.passive_c is not None and temps.get(z.kind, -1e9) >= z.passive_c
+            ]
+            reading.memory_bytes = read_memory_used(self._meminfo, self._read)
+            reading.cpu_util = self._cpu_util()
+        return reading
 
     def _emc_util(self, files: BoardFiles) -> Optional[float]:
         """EMC load in percent: actmon's average activity over the EMC clock in kHz (jtop's
