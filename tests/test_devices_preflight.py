@@ -1,91 +1,154 @@
-"""`pytest-jetson preflight` on fake boards: each check, its message and its exit code."""
+"""`pytest-jetson preflight` on every recorded board tree: each check, its message, its fix and the
+exit code."""
 
 import json
 
 import pytest
-from boards import write_board
+from board_trees import ALL, PAIRS, copy, tree, write
 
+from pytest_jetson import preflight as pf
 from pytest_jetson.cli import preflight as preflight_cli
+from pytest_jetson.devices.detect import ROOT_ENV, detect
 
 
-@pytest.fixture
-def board(tmp_path, monkeypatch):
-    def make(name="orin-nano", gpu_load=0, loadavg="0.10 0.20 0.30 1/100 999", **kw):
-        root = write_board(tmp_path / "root", name, **kw)
-        (root / "sys/devices/gpu.0").mkdir(parents=True, exist_ok=True)
-        (root / "sys/devices/gpu.0/load").write_text(f"{gpu_load}\n")
-        (root / "proc/loadavg").write_text(loadavg + "\n")
-        (root / "proc/cpuinfo").write_text("processor\t: 0\nprocessor\t: 1\n")
-        monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(root))
-        return root
-    return make
-
-
-def run(capsys, *args):
+def run(capsys, monkeypatch, root, *args):
+    monkeypatch.setenv(ROOT_ENV, str(root))
     code = preflight_cli.main(["--samples", "1", *args])
     return code, capsys.readouterr().out
 
 
-def test_ready_board_passes(board, capsys):
-    board(clocks=True)
-    code, out = run(capsys, "--device", "orin-nano", "--power-mode", "15W", "--require-jetson-clocks")
+def checks(root, **kw):
+    kw.setdefault("samples", 1)
+    return {c.name: c for c in pf.run_checks(detect(root), root, **kw)}
+
+
+@pytest.mark.parametrize("name,m", PAIRS, ids=ALL)
+def test_every_check_on_every_board(name, m):
+    other = next(v for k, v in sorted(m["mode_table"].items()) if v != m["power_mode"])
+    other_id = next(k for k, v in m["mode_table"].items() if v == other)
+    found = checks(tree(name), device=m["profile"], power_mode=m["power_mode"], require_clocks=True)
+    assert list(found) == ["board", "device", "power mode", "jetson_clocks", "GPU idle", "CPU idle",
+                           "thermal headroom", "free memory"]
+    assert found["board"].status == pf.OK and found["board"].message.startswith(detect(tree(name)).profile.name)
+    assert found["device"].status == pf.OK
+    assert found["power mode"].status == pf.OK and m["power_mode"] in found["power mode"].message
+    # jetson_clocks is off on every recorded board
+    assert (found["jetson_clocks"].status, found["jetson_clocks"].fix) == (pf.FAIL, "sudo jetson_clocks")
+    gpu = found["GPU idle"]
+    if m["gpu_load_pct"] is None:  # Thor has no load file
+        assert gpu.status == pf.SKIP and "nvidia-smi" in gpu.fix
+    else:
+        assert gpu.status == (pf.FAIL if m["gpu_load_pct"] > pf.MAX_GPU_LOAD_PCT else pf.OK)
+        assert f"load {m['gpu_load_pct']:.0f}%" in gpu.message
+    assert found["CPU idle"].status == pf.OK
+    coolest_margin = min(m["trip_points_c"][z] - m["temps_c"][z] for z in m["trip_points_c"] if z in m["temps_c"])
+    assert found["thermal headroom"].status == pf.OK
+    assert found["thermal headroom"].message.startswith(f"{coolest_margin:.1f} C")
+    free = m["memory_total_bytes"] - m["memory_used_bytes"]
+    assert found["free memory"].status == (pf.OK if free >= pf.MIN_FREE_MEMORY else pf.FAIL)
+    wrong = checks(tree(name), device="orin-nano" if m["profile"] != "orin-nano-8gb" else "agx-orin",
+                   power_mode=other)
+    assert wrong["device"].status == pf.FAIL and "--device " + m["profile"] in wrong["device"].fix
+    assert wrong["power mode"].status == pf.FAIL
+    assert wrong["power mode"].fix == f"sudo nvpmodel -m {other_id}"
+    assert f"the board runs {m['power_mode']} (id {m['power_mode_id']})" in wrong["power mode"].message
+
+
+def test_a_ready_board_passes_and_says_so(capsys, monkeypatch, tmp_path):
+    root = copy("orin-nano-8gb-jp51", tmp_path / "t")
+    devfreq = root / "sys/devices/17000000.ga10b/devfreq/17000000.ga10b"
+    write(devfreq, "min_freq", (devfreq / "max_freq").read_text())  # what jetson_clocks does
+    code, out = run(capsys, monkeypatch, root, "--device", "orin-nano", "--power-mode", "15W", "--require-jetson-clocks")
     assert code == 0, out
-    assert "ok    power mode: 15W" in out and "preflight passed" in out
+    assert "ok    power mode: 15W (id 0); --power-mode asks for 15W" in out
+    assert "ok    jetson_clocks: on" in out and "preflight passed: the board is ready" in out
 
 
-def test_not_a_jetson(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path))
-    code, out = run(capsys)
-    assert code == 1 and "FAIL  not a Jetson" in out
+def test_not_a_jetson(capsys, monkeypatch, tmp_path):
+    code, out = run(capsys, monkeypatch, tmp_path)
+    assert code == 1 and "FAIL  board: not a Jetson" in out and "runner labelled for a Jetson" in out
 
 
-def test_wrong_power_mode_names_the_fix(board, capsys):
-    board(mode=1)
-    code, out = run(capsys, "--power-mode", "15W")
+def test_a_board_without_a_profile_stops_with_the_notes(capsys, monkeypatch, tmp_path):
+    root = copy("nano-jp46", tmp_path / "t")
+    write(root, "sys/firmware/devicetree/base/compatible", b"nvidia,p3542-0000+p3448-0003\x00nvidia,tegra210\x00")
+    code, out = run(capsys, monkeypatch, root)
     assert code == 1
-    assert "FAIL  power mode: the board runs 7W, the baselines need 15W: sudo nvpmodel -m 0" in out
+    assert "note  files: Jetson Nano 2GB (p3448-0003) has no pytest-jetson profile" in out
+    assert "FAIL  board: Jetson Nano 2GB matches no known profile: add one under" in out
+    assert "GPU idle" not in out  # the board's numbers would describe an unknown machine
 
 
-def test_power_mode_comes_from_the_baselines(board, capsys, tmp_path):
-    board(mode=1)
+def test_a_mode_the_board_does_not_have_names_its_modes(capsys, monkeypatch):
+    code, out = run(capsys, monkeypatch, tree("agx-thor-jp70"), "--power-mode", "15W")
+    assert code == 1
+    assert ("FAIL  power mode: power mode '15W' does not exist on Jetson AGX Thor; this board's modes are: "
+            "MAXN (id 0), 120W (id 1), 90W (id 2), 70W (id 3). Pass one of them to --power-mode") in out
+
+
+def test_a_hot_board_has_no_thermal_headroom(capsys, monkeypatch, tmp_path):
+    root = copy("orin-nano-8gb-jp60", tmp_path / "t")
+    write(root, "sys/devices/virtual/thermal/thermal_zone8/temp", 91500)  # tj-thermal, trip 99 C
+    code, out = run(capsys, monkeypatch, root)
+    assert code == 1
+    assert ("FAIL  thermal headroom: 7.5 C (tj-thermal at 91.5 C, trip point 99 C) < 15 C: the clocks would "
+            "throttle during the run: let the board cool down") in out
+
+
+def test_busy_cpu_and_short_memory_name_their_fix(capsys, monkeypatch, tmp_path):
+    root = copy("xavier-nx-jp51", tmp_path / "t")
+    write(root, "proc/loadavg", "9.00 8.0 7.0 9/300 999")
+    code, out = run(capsys, monkeypatch, root, "--min-free-memory", "4GiB")
+    assert code == 1
+    assert "FAIL  CPU idle: load 1.50 per core > 0.50: another job is running on the board" in out  # 6 cores
+    assert "FAIL  free memory: 3.6 GiB available of 6.69 GiB < 4 GiB" in out and "free -h" in out
+
+
+def test_a_busy_gpu(capsys, monkeypatch):
+    code, out = run(capsys, monkeypatch, tree("orin-nano-8gb-jp60"))
+    assert code == 1 and "FAIL  GPU idle: load 99% > 10%: another job is using the GPU" in out
+
+
+def test_power_mode_comes_from_the_baselines(capsys, monkeypatch, tmp_path):
     base = tmp_path / "baselines" / "orin-nano-8gb"
     base.mkdir(parents=True)
-    (base / "test_x.json").write_text(json.dumps({"schema": 1, "entries": {"t::a": {"fingerprint": {"power_mode": "15W"}}}}))
-    code, out = run(capsys, "--baselines", str(base))
-    assert code == 1 and "the baselines need 15W" in out
-
-
-def test_clocks_off_and_busy_gpu_and_cpu(board, capsys):
-    board(gpu_load=873, loadavg="3.50 3.0 2.0 5/100 999")
-    code, out = run(capsys, "--require-jetson-clocks")
+    (base / "test_x.json").write_text(json.dumps({"schema": 1, "entries": {"t::a": {"fingerprint": {"power_mode": "7W"}}}}))
+    code, out = run(capsys, monkeypatch, tree("orin-nano-8gb-jp51"), "--baselines", str(base))
     assert code == 1
-    assert "FAIL  jetson_clocks: off: sudo jetson_clocks" in out
-    assert "FAIL  GPU busy: load 87% > 10%" in out
-    assert "FAIL  CPU busy: load 1.75 per core > 0.50" in out
+    assert (f"FAIL  power mode: the board runs 15W (id 0); the baselines in {base} were recorded in 7W: "
+            "sudo nvpmodel -m 1") in out
 
 
-def test_wrong_board(board, capsys):
-    board()
-    code, out = run(capsys, "--device", "agx-orin")
-    assert code == 1 and "FAIL  device: expected Jetson AGX Orin" in out
-
-
-def test_baselines_in_several_modes_need_the_mode_named(board, capsys, tmp_path):
-    board(mode=0)
-    base = tmp_path / "baselines" / "orin-nano-8gb"
-    base.mkdir(parents=True)
+def test_baselines_in_several_modes_need_the_mode_named(capsys, monkeypatch, tmp_path):
+    base = tmp_path / "baselines"
+    base.mkdir()
     entries = {"t::a": {"fingerprint": {"power_mode": "15W"}}, "t::b": {"fingerprint": {"power_mode": "7W"}}}
     (base / "test_x.json").write_text(json.dumps({"schema": 1, "entries": entries}))
-    code, out = run(capsys, "--baselines", str(base))
-    assert code == 1 and "recorded in several power modes (15W, 7W); pass --power-mode" in out
-    code, out = run(capsys, "--baselines", str(base), "--power-mode", "15W")
-    assert code == 0, out
+    root = tree("orin-nano-8gb-jp51")
+    code, out = run(capsys, monkeypatch, root, "--baselines", str(base))
+    assert code == 1 and "recorded in several power modes (15W, 7W): pass --power-mode" in out
+    assert checks(root, baselines=base, power_mode="15W")["power mode"].status == pf.OK
+    found = checks(root, baselines=base, power_mode="MAXN_SUPER")["power mode"]
+    assert found.status == pf.FAIL and "does not exist" in found.message
 
 
-def test_no_baselines_in_the_named_mode(board, capsys, tmp_path):
-    board(mode=1)
-    base = tmp_path / "baselines" / "orin-nano-8gb"
-    base.mkdir(parents=True)
-    (base / "test_x.json").write_text(json.dumps({"schema": 1, "entries": {"t::a": {"fingerprint": {"power_mode": "15W"}}}}))
-    code, out = run(capsys, "--baselines", str(base), "--power-mode", "7W")
-    assert code == 1 and "no baselines in" in out and "recorded in power mode 7W" in out
+def test_no_expected_mode_is_reported_not_passed():
+    found = checks(tree("tx2-jp46"))["power mode"]
+    assert found.status == pf.SKIP and found.message == "the board runs MAXN (id 0); nothing to check it against"
+
+
+def test_preflight_and_the_plugin_agree_on_valid_modes():
+    from pytest_jetson.devices.resolve import resolve_device
+    from pytest_jetson.errors import ConfigError
+    from pytest_jetson.settings import Settings
+
+    root = tree("orin-nano-8gb-super-jp62")
+    for mode in ["15W", "25W", "MAXN_SUPER", "7W", "MAXN", "0", "3"]:
+        check = checks(root, power_mode=mode)["power mode"]
+        try:
+            resolve_device(Settings(device="auto", power_mode=mode), detect(root))
+            plugin_valid = True
+        except ConfigError as exc:
+            plugin_valid = "not, " not in str(exc) and "runs power mode" in str(exc)
+        preflight_valid = check.status == pf.OK or "the board runs" in check.message
+        assert plugin_valid == preflight_valid, (mode, check)

@@ -354,3 +354,49 @@ def test_tegrastats_missing_is_explained(monkeypatch, tmp_path):
         warnings.simplefilter("ignore")
         source, tried = open_source("auto")
     assert ("tegrastats", TegrastatsSource.probe()) in tried
+
+
+# -- every recorded board tree: tegrastats and sysfs read the same moment -------------------------
+from board_trees import ALL as BOARD_TREES  # noqa: E402
+from board_trees import PAIRS as BOARD_PAIRS  # noqa: E402
+from board_trees import tegrastats_line, tree  # noqa: E402
+
+
+@pytest.mark.parametrize("name,m", BOARD_PAIRS, ids=BOARD_TREES)
+def test_every_board_tree_reads_the_same_through_tegrastats_and_sysfs(name, m, fake_tegrastats, monkeypatch, tmp_path):
+    from pytest_jetson.telemetry.sysfs import SysfsSource
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text(tegrastats_line(name) + "\n")
+    monkeypatch.setenv("FAKE_TEGRASTATS_LINES", str(lines))
+    with Sampler(TegrastatsSource(), interval="20ms") as t:
+        _wait_for(t, 2)
+    ts = t.series
+    assert len(ts.t) >= 2
+    got = TegrastatsSource()  # one reading, to compare field by field
+    reading = parse_line(tegrastats_line(name)).to_reading(0.0)
+    fs = SysfsSource(root=str(tree(name))).read(0.0)
+    assert got.name == "tegrastats"
+    # rails: the same names and, within the INA's whole-mA resolution, the same power
+    assert set(reading.rails_w) == set(m["rails_mw"])
+    for rail, watts in reading.rails_w.items():
+        assert watts * 1000 == pytest.approx(m["rails_mw"][rail]) and fs.rails_w[rail] == pytest.approx(watts, abs=0.01)
+    if m["board_rail"] == "VIN" and "VIN" not in reading.rails_w:
+        # Thor before L4T 39: tegrastats prints the module rails only, so its board power is their
+        # sum; the carrier's INA238 (sysfs, jetson-stats 7.2) sees the whole input.
+        assert reading.board_power_w == pytest.approx(sum(reading.rails_w.values()))
+        assert fs.board_power_w > 3 * reading.board_power_w
+    else:
+        assert reading.board_power_w == pytest.approx(fs.board_power_w, abs=0.05)
+    assert t.summary.power_mean_w == pytest.approx(reading.board_power_w)
+    # GPU: tegrastats prints whole MHz (305 for 306); no clock when run without root (TX2 line)
+    if reading.gpu_clock_mhz:
+        assert abs(reading.gpu_clock_mhz - fs.gpu_clock_mhz) <= 1.0
+    assert reading.gpu_util == fs.gpu_util or (fs.gpu_util is None and name == "agx-thor-jp70")
+    if reading.emc_util is not None:
+        assert reading.emc_util == pytest.approx(fs.emc_util)
+    # temperatures: the same sensors under tegrastats' names
+    for zone, printed in m["tegrastats_sensor"].items():
+        if zone in fs.temps_c:
+            assert reading.temps_c[printed] == fs.temps_c[zone]
+    assert not t.summary.throttled and reading.throttle == []

@@ -2,15 +2,19 @@
 
 Without names it prints one row per device; with names (ids or aliases, as ``--jetson-device``
 takes them) it prints each device's full sheet: aliases, model strings, the power-mode table,
-sources and notes. ``--json`` prints the same selection as data for scripts.
+sources and notes. ``--json`` prints the same selection as data for scripts. ``--detect`` shows
+what this machine's files say instead: the board, how it was found, its software and power mode,
+and a note for every file that was odd and ignored.
 """
 
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..devices.detect import ROOT_ENV, Detection, detect, system_root
 from ..devices.profile import PowerMode, Profile
 from ..devices.registry import get, profiles
 from ..errors import JetsonError
@@ -28,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*",
                    help="devices to show in full (ids or aliases, e.g. orin-nano, thor); default: all, one row each")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--detect", action="store_true",
+                   help=f"show what this machine's files say (the board, its software, odd files); "
+                        f"reads ${ROOT_ENV} instead of / when set")
     return p
 
 
@@ -186,8 +193,74 @@ def select(names: Optional[Sequence[str]] = None) -> List[Profile]:
     return chosen
 
 
+WIDTH = 100
+
+
+def detection_to_dict(found: Detection, root: Path) -> Dict[str, Any]:
+    return {
+        "root": str(root), "is_jetson": found.is_jetson,
+        "profile": found.profile.id if found.profile else None, "matched_by": found.matched_by,
+        "part_number": found.part_number, "module": found.module, "model": found.model_string,
+        "compatible": list(found.compatible), "super_firmware": found.super_firmware,
+        "l4t": found.l4t, "jetpack": found.jetpack, "power_mode": found.power_mode,
+        "power_mode_id": found.power_mode_id, "default_power_mode_id": found.default_mode_id,
+        "mode_table": {str(k): v for k, v in sorted(found.mode_table.items())},
+        "jetson_clocks": found.jetson_clocks, "memory_bytes": found.memory_bytes,
+        "tensorrt": found.tensorrt, "notes": list(found.notes),
+    }
+
+
+def detect_lines(found: Detection, root: Path) -> List[str]:
+    """What detection read, one field a line, wrapped at 100 columns."""
+    rows: List[tuple] = []
+    if found.profile is not None:
+        rows.append(("board", f"{found.profile.name} ({found.profile.id})"))
+    elif found.is_jetson:
+        rows.append(("board", f"{found.name}: matches no known profile (see the notes)"))
+    else:
+        rows.append(("board", "not a Jetson (no NVIDIA module in /proc/device-tree/compatible, no "
+                              "/etc/nv_tegra_release); --jetson-device auto simulates an Orin Nano 8GB"))
+    if found.matched_by == "compatible":
+        rows.append(("found by", f"part number {found.part_number} in /proc/device-tree/compatible"))
+    elif found.matched_by == "model":
+        rows.append(("found by", "the device-tree model string"))
+    if found.module:
+        rows.append(("module", found.module))
+    if found.is_jetson:
+        rows.append(("model", found.model_string or MISSING))
+        rows.append(("compatible", ", ".join(found.compatible) or MISSING))
+        rows.append(("Super", {True: "yes (Super firmware)", False: "no", None: MISSING}[found.super_firmware]))
+        rows.append(("L4T", f"{found.l4t} (JetPack {found.jetpack})" if found.l4t else MISSING))
+        table = ", ".join(f"{name} ({i}){'*' if i == found.default_mode_id else ''}"
+                          for i, name in sorted(found.mode_table.items()))
+        mode = "unknown" if found.power_mode is None else f"{found.power_mode} (id {found.power_mode_id}"
+        if found.power_mode is not None:
+            mode += f"; table: {table})" if table else ")"
+        rows.append(("power mode", mode))
+        rows.append(("jetson_clocks", {True: "on", False: "off", None: "unknown (no GPU devfreq files)"}[found.jetson_clocks]))
+        rows.append(("memory", f"{found.memory_bytes / 1024 ** 3:.2f} GiB" if found.memory_bytes else MISSING))
+        rows.append(("TensorRT", found.tensorrt or MISSING))
+    rows.append(("root", f"{root}" + (f" (${ROOT_ENV})" if str(root) != "/" else "")))
+    lines: List[str] = []
+    for key, value in rows:
+        lines += textwrap.wrap(value, WIDTH, initial_indent=f"{key:<12} ", subsequent_indent=" " * 13) or [key]
+    if not found.notes:
+        lines.append(f"{'notes':<12} none")
+    for i, note in enumerate(found.notes):
+        lines += textwrap.wrap(note, WIDTH, initial_indent=f"{'notes' if i == 0 else '':<12} - ",
+                               subsequent_indent=" " * 15)
+    return lines
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.detect:
+        root = system_root()
+        found = detect(root)
+        text = (json.dumps(detection_to_dict(found, root), indent=2) if args.json
+                else "\n".join(detect_lines(found, root)))
+        print(text)
+        return 0
     try:
         selection = select(args.names)
     except JetsonError as exc:

@@ -7,10 +7,12 @@ import argparse
 from pathlib import Path
 from typing import List, Optional
 
-from ..devices.detect import detect
-from ..devices.preflight import run_checks
-from ..devices.resolve import system_root
+from .. import preflight as pf
+from ..devices.detect import detect, system_root
 from ..errors import ConfigError
+from ..units import parse_size
+
+_MARK = {pf.OK: "ok  ", pf.FAIL: "FAIL", pf.SKIP: "skip", pf.NOTE: "note"}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -19,21 +21,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--power-mode", help="the power mode the board must run (default: the baselines')")
     parser.add_argument("--baselines", type=Path, help="baseline directory of this device, e.g. baselines/orin-nano-8gb")
     parser.add_argument("--require-jetson-clocks", action="store_true", help="fail unless jetson_clocks is on")
-    parser.add_argument("--max-gpu-load", type=float, default=10.0, help="percent (default 10)")
-    parser.add_argument("--max-cpu-load", type=float, default=0.5, help="load average per core (default 0.5)")
+    parser.add_argument("--max-gpu-load", type=float, default=pf.MAX_GPU_LOAD_PCT,
+                        help=f"percent (default {pf.MAX_GPU_LOAD_PCT:g})")
+    parser.add_argument("--max-cpu-load", type=float, default=pf.MAX_CPU_LOAD_PER_CORE,
+                        help=f"load average per core (default {pf.MAX_CPU_LOAD_PER_CORE:g})")
+    parser.add_argument("--min-thermal-headroom", type=float, default=pf.MIN_THERMAL_HEADROOM_C,
+                        help="degrees C every sensor must stay below its trip point "
+                             f"(default {pf.MIN_THERMAL_HEADROOM_C:g})")
+    parser.add_argument("--min-free-memory", default="1GiB", help="memory that must be available (default 1GiB)")
     parser.add_argument("--samples", type=int, default=3, help="GPU load samples, 0.5 s apart (default 3)")
     args = parser.parse_args(argv)
     root = system_root()
-    found = detect(root)
     try:
-        results = run_checks(found, root, args.device, args.power_mode, args.require_jetson_clocks,
-                             args.max_gpu_load, args.max_cpu_load, args.baselines, args.samples)
+        minimum = parse_size(args.min_free_memory, what="--min-free-memory")
+        checks = pf.run_checks(
+            detect(root), root, args.device, args.power_mode, args.require_jetson_clocks, args.max_gpu_load,
+            args.max_cpu_load, args.baselines, args.samples, min_thermal_headroom=args.min_thermal_headroom,
+            min_free_memory=minimum,
+        )
     except ConfigError as exc:
         print(f"FAIL  {exc}")
         return 1
-    for ok, line in results:
-        print(f"{'ok  ' if ok else 'FAIL'}  {line}")
-    failed = [line for ok, line in results if not ok]
+    for check in checks:
+        print(f"{_MARK[check.status]}  {check.line()}")
+    failed = [c for c in checks if not c.ok]
     if failed:
         print(f"preflight failed: {len(failed)} check(s); the board is not ready for the perf gate")
         return 1

@@ -1,24 +1,43 @@
 """Which device a session tests, from the options and what detection found."""
 
-import os
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from ..errors import ConfigError
 from ..settings import Settings
-from .detect import Detection, detect
+from .detect import ROOT_ENV, Detection, detect, system_root
 from .device import Device
+from .profile import PowerMode, Profile
 from .registry import get, normalise
+
+__all__ = ["DEFAULT_SIMULATED", "ROOT_ENV", "board_power_mode", "resolve_device", "system_root"]
 
 DEFAULT_SIMULATED = "orin-nano-8gb"
 
-#: Where detection reads the board's files: "/" on a board; tests and containers that mount a
-#: board's files elsewhere point it at that directory.
-ROOT_ENV = "PYTEST_JETSON_SYSROOT"
 
-
-def system_root() -> Path:
-    return Path(os.environ.get(ROOT_ENV) or "/")
+def board_power_mode(profile: Profile, detection: Detection, requested: Any,
+                     option: str = "--jetson-power-mode") -> PowerMode:
+    """The power mode ``requested`` (name or nvpmodel id) as this board defines it: one of the
+    profile's modes and, when the board's /etc/nvpmodel.conf is readable, a mode of that table
+    under the same id. The plugin and ``pytest-jetson preflight`` both ask here, so they agree on
+    what is valid. A ConfigError names the board's modes and the option to fix otherwise."""
+    table = detection.mode_table
+    on_board = [m for m in profile.power_modes if not table or table.get(m.id) == m.name]  # type: ignore[arg-type]
+    listing = ", ".join(f"{m.name} (id {m.id})" for m in on_board) or "none of the profile's"
+    try:
+        mode = profile.power_mode(requested)
+    except ConfigError:
+        raise ConfigError(
+            f"power mode {requested!r} does not exist on {profile.name}; this board's modes are: "
+            f"{listing}. Pass one of them to {option} (by name or nvpmodel id)."
+        ) from None
+    if mode not in on_board:
+        board = ", ".join(f"{name} (id {i})" for i, name in sorted(table.items()))
+        raise ConfigError(
+            f"power mode {mode.name} is not in this board's nvpmodel table (/etc/nvpmodel.conf: {board}); "
+            f"pass one of those to {option}, or flash the firmware whose table has {mode.name}"
+        )
+    return mode
 
 
 def resolve_device(settings: Settings, detection: Optional[Detection] = None,
@@ -40,19 +59,23 @@ def resolve_device(settings: Settings, detection: Optional[Detection] = None,
     if board is None or settings.simulate:
         if board is None and detection.is_jetson and not settings.simulate:
             raise ConfigError(
-                f"this machine looks like a Jetson ({detection.model_string or 'L4T ' + str(detection.l4t)}) "
-                f"but matches no known profile; pass --jetson-simulate to simulate {profile.name} "
-                "here, or add a profile for this board"
+                f"this machine looks like a Jetson ({detection.name}) but matches no known profile"
+                f"{_why(detection)}; pass --jetson-simulate to simulate {profile.name} here, or add a "
+                "profile for this board (`pytest-jetson devices --detect` shows what was read)"
             )
         return _simulated(profile, settings.power_mode)
     if profile.id != board.id:
         raise ConfigError(
             f"--jetson-device {requested} asks for {profile.name}, but this board is "
-            f"{board.name} ({detection.model_string}). Run on a {profile.name}, use "
+            f"{board.name} ({detection.model_string or detection.part_number}). Run on a {profile.name}, use "
             f"--jetson-device {board.id} (or auto), or add --jetson-simulate to simulate "
             f"{profile.name} here."
         )
     return _real(board, detection, settings.power_mode)
+
+
+def _why(detection: Detection) -> str:
+    return f" ({'; '.join(detection.notes)})" if detection.notes else ""
 
 
 def _simulated(profile, power_mode: Optional[str]) -> Device:
@@ -62,8 +85,8 @@ def _simulated(profile, power_mode: Optional[str]) -> Device:
 def _real(profile, detection: Detection, power_mode: Optional[str]) -> Device:
     current = detection.power_mode
     if power_mode:
-        expected = profile.power_mode(power_mode)
-        if current is not None and profile.power_mode(current).name != expected.name:
+        expected = board_power_mode(profile, detection, power_mode)
+        if current is not None and current not in (expected.name, str(expected.id)):
             raise ConfigError(
                 f"--jetson-power-mode {power_mode}: the board runs power mode {current}, not "
                 f"{expected.name}. Set it with `sudo nvpmodel -m {expected.id}` (then "

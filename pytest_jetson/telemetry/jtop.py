@@ -1,20 +1,39 @@
-"""The ``jtop`` source: jetson-stats' Python API (``pip install 'pytest-jetson[jtop]'``).
+"""The ``jtop`` source: jetson-stats' Python client (``pip install 'pytest-jetson[jtop]'``).
 
-jtop reads through the ``jtop.service`` daemon; when the daemon is not running this source says
-so, with the command that starts it, and ``open_source("auto")`` falls back to the next source.
-Read against the jetson-stats 4.x API: ``jetson.power``, ``jetson.memory``, ``jetson.gpu``,
-``jetson.temperature``, ``jetson.stats``, ``jetson.nvpmodel``, ``jetson.jetson_clocks``.
+The client talks to the ``jtop.service`` daemon, which reads the board's files on its own timer.
+One client serves the whole session (opening one costs a handshake and a thread that runs
+``nvcc``, ``dpkg`` and friends), shared by every measured window. Read against jetson-stats 4.x
+(the line JetPack 5 and 6 boards run) and 7.x:
+
+* ``jetson.gpu`` and ``jetson.memory`` are mapping-like ``GenericInterface`` objects, not dicts;
+  the GPU is keyed by its device-tree name (``gp10b``, ``gv11b``, ``ga10b``, ``gpu``; ``Thor`` when
+  7.x reads it through NVML, with clocks in MHz instead of kHz).
+* ``jetson.stats['time']`` is ``datetime.now()`` at every call, so it says nothing about the data's
+  age. A reading is new when the service's own stamp moved: ``jetson.uptime`` is the board's
+  uptime the service read with the data.
+* ``jetson.power['tot']`` is the input rail when the board has one (``name``: VDD_IN, POM_5V_IN;
+  VIN on Thor with jetson-stats 7.2) and the sum of the rails otherwise.
+
+When the service is missing, stopped, unreachable or of another jetson-stats version than this
+client, ``probe()`` says so with the command that fixes it, and ``open_source("auto")`` moves on
+to the next source with that reason.
 """
 
+import atexit
 import os
-from typing import Any, Dict, List, Optional
+import re
+import threading
+from typing import Any, Dict, List, Optional, Tuple
 
 from .base import Reading, Source, SourceDied
 
-JTOP_MISSING = "jetson-stats not installed: pip install 'pytest-jetson[jtop]'"
-JTOP_NOT_RUNNING = "jtop service is not running: sudo systemctl restart jtop.service"
-#: The socket the jtop service listens on (jetson-stats 4.x).
-JTOP_SOCKET = "/run/jtop.sock"
+JTOP_MISSING = "jetson-stats is not installed: pip install 'pytest-jetson[jtop]'"
+RESTART = "sudo systemctl restart jtop.service"
+#: The interval the session's client asks the service for (the service keeps its first client's).
+CLIENT_INTERVAL = 0.1
+#: Connection attempts while a just-woken service has no data yet.
+START_ATTEMPTS = 3
+_VERSIONS = re.compile(r"service:\s*\[([^\]]*)\]\s*and client:\s*\[([^\]]*)\]")
 
 
 def _import_jtop() -> Any:
@@ -23,113 +42,258 @@ def _import_jtop() -> Any:
     return jtop
 
 
-def _get(d: Any, *keys: str) -> Any:
-    for k in keys:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
+def client_version(mod: Any = None) -> Optional[str]:
+    mod = mod or _import_jtop()
+    return str(getattr(mod, "__version__", "") or "") or None
+
+
+def _major(version: Optional[str]) -> int:
+    m = re.match(r"(\d+)", version or "")
+    return int(m.group(1)) if m else 0
+
+
+def not_running(mod: Any = None) -> str:
+    """The service is absent or stopped: how to start it, for the client's jetson-stats line."""
+    try:
+        version = client_version(mod)
+    except ImportError:
+        version = None
+    install = " (jetson-stats 7 installs it with `sudo jtop --install-service`)" if _major(version) >= 7 else ""
+    return f"the jtop service is not running: {RESTART}{install}"
+
+
+def explain(exc: BaseException, mod: Any = None) -> str:
+    """A jtop client's start-up failure in words, with the fix."""
+    text = " ".join(str(exc).split())
+    m = _VERSIONS.search(text)
+    if m:
+        service, client = m.group(1), m.group(2)
+        return (f"the jtop service runs jetson-stats {service} but this Python has {client}: restart the "
+                f"service on {client} ({RESTART}), or install the service's version here "
+                f"(pip install jetson-stats=={service})")
+    low = text.lower()
+    if "lost connection" in low or "error connection" in low:
+        return f"the jtop service stopped answering: {RESTART}"
+    if "not active" in low or "connection refused" in low or "no such file" in low:
+        return not_running(mod)
+    if "can't access" in low or "permission" in low:
+        return ("this user may not talk to the jtop service: add it to the jtop group "
+                "(sudo usermod -aG jtop $USER) and log in again")
+    if "python versions" in low:
+        return ("the jtop service runs under another Python than this one: install jetson-stats for the "
+                f"service's Python and restart it ({RESTART})")
+    if "authentication" in low:
+        return ("the jtop service was installed from another jetson-stats than this Python's: "
+                f"reinstall one version for both and {RESTART}")
+    return f"the jtop client could not start ({type(exc).__name__}: {text}); {RESTART}"
+
+
+class _Shared:
+    """The session's one jtop client, opened on first use and closed at exit."""
+
+    lock = threading.Lock()
+    client: Any = None
+    error: Optional[str] = None
+
+    @classmethod
+    def get(cls, interval: float = CLIENT_INTERVAL) -> Tuple[Any, Optional[str]]:
+        with cls.lock:
+            if cls.client is not None and cls._alive(cls.client):
+                return cls.client, None
+            cls.client, cls.error = None, None
+            try:
+                mod = _import_jtop()
+            except ImportError:
+                return None, JTOP_MISSING
+            pipe = _service_pipe()
+            if pipe and not os.path.exists(pipe):
+                return None, not_running(mod)
+            for attempt in range(START_ATTEMPTS):
+                try:
+                    client = mod.jtop(interval=interval)
+                    client.start()
+                    break
+                except Exception as exc:  # JtopException and the OSErrors it wraps
+                    # A service whose timer was idle answers the first client only after its
+                    # first read of the board; the client gives up after three intervals.
+                    if "error connection" in str(exc).lower() and attempt + 1 < START_ATTEMPTS:
+                        continue
+                    cls.error = explain(exc, mod)
+                    return None, cls.error
+            cls.client = client
+            return client, None
+
+    @staticmethod
+    def _alive(client: Any) -> bool:
+        alive = getattr(client, "is_alive", None)
+        return bool(alive()) if callable(alive) else True
+
+    @classmethod
+    def close(cls) -> None:
+        with cls.lock:
+            client, cls.client = cls.client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:
+                pass
+
+
+atexit.register(_Shared.close)
+
+
+def _service_pipe() -> Optional[str]:
+    """Where this jetson-stats' service listens (its JTOP_PIPE, /run/jtop.sock on a board)."""
+    try:
+        import jtop.service as service  # type: ignore[import-not-found]
+
+        return getattr(service, "JTOP_PIPE", None)
+    except Exception:
+        return None
+
+
+def close_client() -> None:
+    """Close the session's jtop client (the next use opens a new one)."""
+    _Shared.close()
 
 
 def _num(x: Any) -> Optional[float]:
     try:
-        return None if x is None else float(x)
+        value = None if x is None or isinstance(x, bool) else float(x)
     except (TypeError, ValueError):
+        return None
+    return value if value is not None and value == value else None
+
+
+def _items(mapping: Any) -> List[Tuple[str, Any]]:
+    """(key, value) pairs of a dict or a jtop GenericInterface (both have ``items``)."""
+    items = getattr(mapping, "items", None)
+    try:
+        return list(items()) if callable(items) else []
+    except Exception:
+        return []
+
+
+def _get(mapping: Any, key: str) -> Any:
+    get = getattr(mapping, "get", None)
+    try:
+        return get(key) if callable(get) else None
+    except Exception:
         return None
 
 
+def _gpu(jetson: Any) -> Tuple[Optional[str], Dict[str, Any]]:
+    """The integrated GPU's entry: (name, data). jtop keys it by device-tree name."""
+    entries = _items(getattr(jetson, "gpu", None))
+    for name, data in entries:
+        if _get(data, "type") == "integrated":
+            return name, data
+    return (entries[0][0], entries[0][1]) if entries else (None, {})
+
+
+def _gpu_mhz(freq: Any, key: str) -> Optional[float]:
+    value = _num(_get(freq, key))
+    if value is None:
+        return None
+    # sysfs devfreq gives kHz; jetson-stats 7 on Thor reads NVML, which gives MHz.
+    return value if _get(freq, "governor") == "nvml" else value / 1000.0
+
+
 class JtopSource(Source):
-    """Polls the jtop client's latest figures; a new reading only when jtop has new data."""
+    """Polls the session's jtop client; a new reading only when the service has new data."""
 
     name = "jtop"
     memory_scope = "board RAM"
 
     def __init__(self) -> None:
         self._jetson: Any = None
-        self._last_time: Any = None
+        self._stamp: Any = None
         self.power_basis: Optional[str] = None
         self.effective_interval: Optional[float] = None
+        self.gpu_name: Optional[str] = None
 
     @classmethod
     def probe(cls) -> Optional[str]:
-        try:
-            _import_jtop()
-        except ImportError:
-            return JTOP_MISSING
-        if not os.path.exists(JTOP_SOCKET):
-            return JTOP_NOT_RUNNING
-        return None
+        """None when the service answers this client; else why not and the fix. Opens the
+        session's client (the connection is the only test that the service is there and of
+        this client's version)."""
+        _, why = _Shared.get()
+        return why
 
     def start(self, interval: float) -> None:
         from ..errors import TelemetryError
 
+        client, why = _Shared.get()
+        if client is None:
+            raise TelemetryError(f"telemetry source jtop: {why}")
+        self._jetson = client
+        actual = _num(getattr(client, "interval", None))
+        self.effective_interval = actual if actual and actual > 0 else interval
+        # Data the service read before the window opened is not the window's.
+        self._stamp = self._service_stamp()
+
+    def _service_stamp(self) -> Any:
         try:
-            mod = _import_jtop()
-        except ImportError as exc:
-            raise TelemetryError(f"telemetry source jtop: {JTOP_MISSING}") from exc
-        try:
-            self._jetson = mod.jtop(interval=interval)
-            self._jetson.start()
-            # The service keeps the interval its first client asked for; jtop reports it.
-            actual = _num(getattr(self._jetson, "interval", None))
-            self.effective_interval = actual if actual and actual > 0 else interval
-        except Exception as exc:
-            # jtop raises JtopException("The jtop.service is not active...") when it is down.
-            self._jetson = None
-            raise TelemetryError(f"telemetry source jtop: {JTOP_NOT_RUNNING} ({exc})") from exc
+            return self._jetson.uptime
+        except Exception:
+            return None
 
     # -- hooks -----------------------------------------------------------------------------------
     def power_mode(self) -> Optional[str]:
         mode = getattr(self._jetson, "nvpmodel", None) if self._jetson is not None else None
         if mode is None:
             return None
-        return str(getattr(mode, "name", None) or mode)
+        try:
+            return str(mode.name)
+        except Exception:
+            return None
 
     def jetson_clocks(self) -> Optional[bool]:
         jc = getattr(self._jetson, "jetson_clocks", None) if self._jetson is not None else None
-        if jc is None:
-            return None
-        status = getattr(jc, "status", None)
-        if isinstance(status, str):
-            return status.lower() in ("running", "on", "active")
-        return bool(jc)
+        return None if jc is None else bool(jc)
 
     def max_gpu_clock_mhz(self) -> Optional[float]:
         if self._jetson is None:
             return None
-        khz = _num(_get(getattr(self._jetson, "gpu", None) or {}, "gpu", "freq", "max"))
-        return None if khz is None else khz / 1000.0
+        _, gpu = _gpu(self._jetson)
+        return _gpu_mhz(_get(gpu, "freq"), "max")
 
     # -- reading -----------------------------------------------------------------------------------
     def read(self, now: float) -> Reading:
         j = self._jetson
         power = getattr(j, "power", None) or {}
         rails: Dict[str, float] = {}
-        for name, r in (_get(power, "rail") or {}).items():
-            mw = _num(_get(r, "power"))
+        for name, rail in _items(_get(power, "rail")):
+            mw = _num(_get(rail, "power"))
             if mw is not None:
                 rails[name] = mw / 1000.0
-        tot = _num(_get(power, "tot", "power"))
-        self.power_basis = str(_get(power, "tot", "name") or "jtop total")
-        memory = getattr(j, "memory", None) or {}
-        ram_kb = _num(_get(memory, "RAM", "used"))
-        emc = _num(_get(memory, "EMC", "val"))
-        gpu = _get(getattr(j, "gpu", None) or {}, "gpu") or {}
-        load = _num(_get(gpu, "status", "load"))
-        khz = _num(_get(gpu, "freq", "cur"))
+        total = _get(power, "tot") or {}
+        board_mw = _num(_get(total, "power"))
+        board_name = _get(total, "name")
+        if board_name and board_mw is not None:
+            rails[str(board_name)] = board_mw / 1000.0  # jtop moves the input rail out of 'rail'
+        self.power_basis = str(board_name or ("sum of rails" if rails else "")) or None
+        memory = getattr(j, "memory", None)
+        ram_kb = _num(_get(_get(memory, "RAM"), "used"))
+        emc = _num(_get(_get(memory, "EMC"), "val"))
+        self.gpu_name, gpu = _gpu(j)
+        freq = _get(gpu, "freq")
         temps: Dict[str, float] = {}
-        for name, t in (getattr(j, "temperature", None) or {}).items():
-            value = _num(_get(t, "temp"))
-            if value is not None and value > -100 and _get(t, "online") is not False:
+        for name, sensor in _items(getattr(j, "temperature", None)):
+            value = _num(_get(sensor, "temp"))
+            if value is not None and value > -100 and _get(sensor, "online") is not False:
                 temps[name] = value
+        cpu_total = _get(_safe(lambda: j.cpu), "total")
+        busy = [_num(_get(cpu_total, k)) for k in ("user", "nice", "system")]
         return Reading(
             t=now,
-            board_power_w=None if tot is None else tot / 1000.0,
+            board_power_w=None if board_mw is None else board_mw / 1000.0,
             rails_w=rails,
             memory_bytes=None if ram_kb is None else ram_kb * 1024.0,
-            gpu_util=load,
-            gpu_clock_mhz=None if khz is None else khz / 1000.0,
+            gpu_util=_num(_get(_get(gpu, "status"), "load")),
+            gpu_clock_mhz=_gpu_mhz(freq, "cur"),
             emc_util=emc,
+            cpu_util=sum(b for b in busy if b is not None) if any(b is not None for b in busy) else None,
             temps_c=temps,
         )
 
@@ -137,19 +301,25 @@ class JtopSource(Source):
         j = self._jetson
         if j is None:
             raise SourceDied("jtop was not started")
-        alive = getattr(j, "is_alive", None)
-        if callable(alive) and not alive():
-            raise SourceDied(f"the jtop client lost the service ({JTOP_NOT_RUNNING})")
-        stamp = _get(getattr(j, "stats", None) or {}, "time")
-        if stamp is not None and stamp == self._last_time:
+        try:
+            running = j.ok(spin=True)  # re-raises what the client's thread met (the service went away)
+        except Exception as exc:
+            raise SourceDied(f"the jtop client lost the service ({explain(exc)})") from exc
+        if not running or not _Shared._alive(j):
+            raise SourceDied(f"the jtop client lost the service ({not_running()})")
+        stamp = self._service_stamp()
+        if stamp is None or stamp == self._stamp:
             return []
-        self._last_time = stamp
+        self._stamp = stamp
         return [self.read(now)]
 
     def stop(self) -> None:
-        if self._jetson is not None:
-            try:
-                self._jetson.close()
-            except Exception:
-                pass
-            self._jetson = None
+        # The client serves the session: it stays open for the next window.
+        self._jetson = None
+
+
+def _safe(fn: Any) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return None

@@ -23,8 +23,6 @@ from .summary import TelemetrySummary, summarize
 
 DEFAULT_INTERVAL = 0.1
 MIN_INTERVAL = 0.01
-#: Delays up to this are slept; longer ones wait on the stop event so stop() is prompt.
-SLEEP_CHUNK = 0.1
 #: Consecutive read errors after which a source counts as dead.
 MAX_CONSECUTIVE_ERRORS = 5
 
@@ -199,12 +197,13 @@ class Sampler:
                 # bursting reads to catch up, which would bunch the timestamps.
                 next_t += math.ceil(-delay / interval) * interval
                 delay = next_t - time.perf_counter()
-            if delay > SLEEP_CHUNK:
-                self._stop.wait(delay)
-            elif delay > 0:
-                # A plain sleep costs the process less CPU than an Event wait with a timeout
-                # (which matters at 100 Hz); stop() waits for at most one interval.
-                time.sleep(delay)
+            if delay > 0:
+                self._wait(delay)
+
+    def _wait(self, delay: float) -> None:
+        # On the stop event, not in a sleep: stop() ends the thread at once instead of after the
+        # rest of the interval (100 ms per measurement at the default interval).
+        self._stop.wait(delay)
 
     def stop(self) -> "Sampler":
         if not self._running:

@@ -28,10 +28,14 @@ TEMP_PLACEHOLDER_C = -100.0
 
 #: Rails that measure the whole module input, best first. Without one, board power is the sum
 #: of the rails printed (AGX Orin, AGX Xavier, Thor before JetPack 7 print no input rail).
-BOARD_RAILS = ("VDD_IN", "POM_5V_IN", "VIN")
+BOARD_RAILS = ("VIN", "VDD_IN", "POM_5V_IN")
 
 #: Rail names that are unconnected INA3221 channels.
 UNCONNECTED_RAILS = ("NC",)
+
+#: Sensors that are not temperatures of the chip: the PMIC die sensor of JetPack 4 boards reads a
+#: fixed 100 C (jetson-stats skips it as well), which would pass for a board at its trip point.
+IGNORED_SENSORS = ("PMIC",)
 
 
 class Cpu(NamedTuple):
@@ -122,7 +126,7 @@ class Sample:
             gpu_clock_mhz=self.gpu_freq_mhz,
             emc_util=self.emc_load_pct,
             cpu_util=(sum(online) / len(online)) if online else None,
-            temps_c=dict(self.temps_c),
+            temps_c={k: v for k, v in self.temps_c.items() if not k.upper().startswith(IGNORED_SENSORS)},
         )
 
 
