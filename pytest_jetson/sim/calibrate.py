@@ -28,10 +28,10 @@ import numpy as np
 from . import constants as K
 from .arch import rate
 from .core import Tables, evaluate
-from .costs import A, ARCHS, Costs, dla_costs, gpu_costs
-from .engine import P, Engine, plan
-from .harness import get as get_harness
+from .costs import ARCHS, A, Costs, dla_costs, gpu_costs
+from .engine import Engine, P, plan
 from .hardware import Hardware, cores_per_sm, resolve
+from .harness import get as get_harness
 from .plan import available_memory, harness_columns, memory, transitions
 from .sources import TIME_METRICS, Case, cases, contrasts
 from .workload import KIND, load
@@ -315,7 +315,7 @@ def _direct(fit: Fit, train: List[Case]) -> None:
     if not gemms:
         return
     amp = fit.arch["ampere"]
-    for name, prec, scale in (("tc_eff", "fp16", None), ("tf32_factor", "tf32", "tc_eff"), ("cuda_eff", "fp32", None)):
+    for name, prec in (("tc_eff", "fp16"), ("tf32_factor", "tf32"), ("cuda_eff", "fp32")):
         case = gemms.get(prec)
         if case is None:
             continue
@@ -512,7 +512,7 @@ def cross_validate(items: Optional[List[Case]] = None) -> Dict[str, float]:
     sources = sorted({c.source for c in items if c.group in ("time", "power")})
     for s in sources:
         train = [c for c in items if c.source != s]
-        test = [c for c in items if c.source == s]
+        test = [c for c in items if c.source == s and c.group in ("time", "power")]
         f = fit(train)
         for c, v in zip(test, predict_cases(f, test, held_out=[s])):
             out[c.id] = float(v)
@@ -594,8 +594,8 @@ def format_report(rep: Dict[str, Any], verbose: bool = True) -> str:
                          f"{c.batch:>3} {_fmt(c.value, c.metric):>11} {100 * r['error']:>+8.1f}% {cv:>9}")
         lines.append("")
     for t, v in contrast_values(rep["fit"]):
-        lines.append(f"contrast {t['id']} ({t['device']} {t['model']} {t['precision']} batch {t['batch']}, "
-                     f"1 GPU + 1 DLA instance minus 2 GPU instances):")
+        lines.append(f"contrast {t['id']} ({t['device']} {t['model']} {t['precision']} b{t['batch']}): "
+                     f"1 GPU + 1 DLA instance minus 2 GPU ones:")
         lines.append(f"  published {t['value']:+.1f} {t['unit']} (PyTorch on the GPU), predicted {v:+.1f} "
                      "(TensorRT on both)")
     lines.append("")

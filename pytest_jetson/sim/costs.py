@@ -33,7 +33,7 @@ from typing import Any, Dict
 import numpy as np
 
 from .arch import ARCH, PRECISIONS
-from .engine import P, P_BYTES, Engine
+from .engine import P_BYTES, Engine, P
 from .workload import KIND
 
 ARCHS = tuple(ARCH)

@@ -12,8 +12,8 @@ from .arch import effective_precision
 from .core import Tables
 from .costs import dla_costs, fallback_costs, gpu_costs, memory_per_process
 from .engine import Engine, plan
-from .harness import Harness
 from .hardware import Hardware, cores_per_sm
+from .harness import Harness
 from .workload import Workload
 
 ACCELERATORS = ("gpu", "dla", "gpu+dla")

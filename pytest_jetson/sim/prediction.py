@@ -8,8 +8,8 @@ import numpy as np
 
 from ..errors import SimulationError
 from . import core, plan
-from .harness import get as get_harness
 from .hardware import resolve
+from .harness import get as get_harness
 from .workload import load
 
 

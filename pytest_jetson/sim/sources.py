@@ -31,19 +31,18 @@ class Source:
 #: Per source: the harness its numbers come from (read from its text and code) and its boards.
 SOURCES: Dict[str, Source] = {
     "T2T_NANO": Source("python", {"nano": "nano"},
-                       "torch2trt's benchmark: 50 calls of the TRTModule on GPU tensors, one synchronize"),
+                       "torch2trt's benchmark: 50 calls on GPU tensors, one synchronize"),
     "T2T_XAV": Source("python", {"agx_xavier": "agx-xavier"},
-                      "torch2trt's benchmark: 50 calls of the TRTModule on GPU tensors, one synchronize"),
+                      "torch2trt's benchmark: 50 calls on GPU tensors, one synchronize"),
     "VD_E": Source("graphs", {"orin_nano": "orin-nano-8gb-super"},
-                   "TensorRT 10 replaying the engine as a CUDA graph on device-resident buffers"),
+                   "TensorRT 10, the engine replayed as a CUDA graph on device buffers"),
     "VD_G": Source("graphs", {"orin_nano": "orin-nano-8gb-super"}, "TensorRT GEMM microbenchmark"),
     "IGPU": Source("graphs", {"orin_nano": "orin-nano-8gb-super"}, "Vulkan roofline microbenchmarks"),
     "ULTRA": Source("python-sync", {"orin_nano": "orin-nano-8gb-super", "orin_nx": "orin-nx-16gb"},
-                    "Ultralytics' benchmark: the TensorRT engine's execute from Python on GPU tensors, "
-                    "pre- and post-processing timed apart"),
+                    "Ultralytics' benchmark: execute_v2 from Python on GPU tensors"),
     "ULTRA_DS": Source("deepstream", {"orin_nx": "orin-nx-16gb"}, "a DeepStream pipeline (nvinfer)"),
     "YOLODS": Source("trtexec", {"agx_orin": "agx-orin-64gb"},
-                     "trtexec without CUDA graphs (host throughput); DeepStream rows: the nvinfer pipeline"),
+                     "trtexec without CUDA graphs; DeepStream rows: the nvinfer pipeline"),
     "YOLOQAT": Source("trtexec-gpu", {"agx_orin": "agx-orin-64gb"}, "TensorRT engine time (trtexec)"),
     "CUDLA": Source("trtexec-gpu", {"agx_orin": "agx-orin-64gb"},
                     "trtexec's median GPU compute time, as the samples' README says"),
@@ -143,7 +142,13 @@ def _mode(source: str, family: str, text: str) -> Any:
         if source == "VD_E" and t.startswith(name):
             return name
     if source == "VD_G" and t.startswith("25W"):
-        return "25W"
+        # "25W pinned (918 MHz)": the mode's clocks held at their maximum, no DVFS below them
+        import dataclasses
+
+        from ..devices import registry
+
+        return dataclasses.replace(registry.get("orin-nano-8gb-super").power_mode("25W"), name="25W-pinned",
+                                   budget_w=None)
     if source == "IGPU":
         return "15W"
     if source == "CUDLA":

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import core, plan
-from .harness import get as get_harness
 from .hardware import profile_precisions, resolve
+from .harness import get as get_harness
 from .workload import load
 
 #: Metrics where more is better (Pareto and best-mode searches maximise these).
