@@ -19,7 +19,6 @@ harness's default, as a new user's numbers would be predicted.
     pytest-jetson calibrate --fit --write   # refit (developers; deterministic)
 """
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -33,7 +32,7 @@ from .engine import Engine, P, plan
 from .hardware import Hardware, cores_per_sm, resolve
 from .harness import get as get_harness
 from .plan import available_memory, harness_columns, memory, transitions
-from .sources import TIME_METRICS, Case, cases, contrasts
+from .sources import Case, cases, contrasts
 from .workload import KIND, load
 
 # ---------------------------------------------------------------------------------------------
@@ -53,8 +52,8 @@ TIME_PARAMS: Tuple[Param, ...] = (
     Param("conv_k0", 4.0, 256.0, why="reduction length at half tile efficiency"),
     Param("dw_eff", 0.05, 0.9, why="fraction of CUDA-core peak a depthwise convolution reaches"),
     Param("kernel_cycles", 500.0, 10000.0, why="GPU cycles per kernel beyond its roofline time"),
-    Param("conv_eff", 0.4, 1.0, "ampere", "a windowed convolution's efficiency relative to a plain GEMM"),
-    Param("conv_eff", 0.4, 1.0, "volta", "a windowed convolution's efficiency relative to a plain GEMM"),
+    Param("graph_kernel_frac", 0.1, 1.0, why="share of the per-kernel GPU cost left under a CUDA graph"),
+    Param("conv_eff", 0.4, 1.0, why="a windowed convolution's efficiency on tensor cores relative to a plain GEMM"),
     Param("int8_factor", 0.5, 1.45, why="int8 tensor-core efficiency relative to fp16 (at most 1/tc_eff)"),
     Param("launch_us", 1.0, 60.0, why="TensorRT's host enqueue per kernel on an A78AE core at 1.5 GHz"),
     Param("sync_us", 5.0, 1000.0, why="one synchronous wait per inference (stream synchronize, wake-up)"),
@@ -70,17 +69,12 @@ POWER_PARAMS: Tuple[Param, ...] = (
     Param("gpu_leak_w", 0.01, 1.0, why="GPU leakage per 128 CUDA cores per V while it runs"),
 )
 NUISANCE = (0.05, 50.0)    # a source's fixed host time per inference, relative to its harness's default
-PRIOR_SIGMA = 2.0          # weak priors (in the logit of each parameter's range) keep the fit defined
-NUISANCE_SIGMA = 4.0       # ... and pull an ill-determined source term toward its harness's default
+PRIOR_SIGMA = 10.0         # weak priors (in the logit of each parameter's range) keep the fit defined
+NUISANCE_SIGMA = 1.0       # ... and pull an ill-determined source term toward its harness's default
 ORIN_NANO_IDLE_W = 3.52    # published board idle (VD_E, Orin Nano 8GB devkit, VDD_IN)
 
-FIT_METRICS = TIME_METRICS + ("power",)
 #: Constants that differ by architecture (the rest are shared by every board).
-ARCH_KEYS = ("tc_eff", "cuda_eff", "tf32_factor", "conv_eff")
-
-
-def _arch_of(device: str) -> str:
-    return resolve(device).arch
+ARCH_KEYS = ("tc_eff", "cuda_eff", "tf32_factor")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,7 +194,8 @@ class Batch:
 
     # -- the per-kernel part (depends on the efficiency constants only) -----------------------
     def _costs(self, c: Dict[str, Any], arch_c: Dict[str, Dict[str, float]]) -> Tables:
-        key = tuple(float(c[k]) for k in ("conv_k0", "dw_eff", "mem_eff", "dla_eff", "int8_factor")) + tuple(
+        key = tuple(float(c[k]) for k in ("conv_k0", "dw_eff", "mem_eff", "dla_eff", "int8_factor",
+                                           "conv_eff")) + tuple(
             float(arch_c[a][k]) for a in ARCHS for k in ARCH_KEYS)
         if key == self._cost_key and self._tables is not None:
             return self._tables
@@ -375,20 +370,11 @@ def levenberg_marquardt(residuals, z0: np.ndarray, iterations: int = 60, tol: fl
     return z
 
 
-def _weights(cs: List[Case]) -> np.ndarray:
-    """Each source weighs as sqrt(its rows): one large source does not drown the others."""
-    counts: Dict[str, int] = {}
-    for c in cs:
-        counts[c.source] = counts.get(c.source, 0) + 1
-    return np.array([1.0 / math.sqrt(counts[c.source]) for c in cs])
-
-
 def _fit_group(fit: Fit, rows: List[Case], params: Sequence[Param], nuisance: Sequence[str]) -> List[str]:
     """Least squares on log error over ``rows`` for ``params`` (+ a host term per source in
     ``nuisance``), with weak priors at the starting values. Returns what was fitted."""
     batch = Batch(rows)
     obs = np.array([c.value for c in rows])
-    w = np.sqrt(_weights(rows))
     lo = np.array([p.lo for p in params] + [NUISANCE[0]] * len(nuisance))
     hi = np.array([p.hi for p in params] + [NUISANCE[1]] * len(nuisance))
     start = [fit.c[p.name] if p.scope == "global" else fit.arch[p.scope][p.name] for p in params]
@@ -412,7 +398,7 @@ def _fit_group(fit: Fit, rows: List[Case], params: Sequence[Param], nuisance: Se
         pred = batch.evaluate(fit.c, fit.arch, fit.host_scale)
         err = np.log(np.maximum(pred, 1e-30) / obs)
         err = np.where(np.isfinite(err), err, 10.0)
-        return np.concatenate([w * err, (z - z_prior) / sigma])
+        return np.concatenate([err, (z - z_prior) / sigma])
 
     # A source's host term acts only once its host work outgrows the GPU's: start each from the
     # best of a grid (the least-squares surface is flat below that point).
@@ -652,7 +638,7 @@ def to_json(f: Fit, rep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
                                                            "fitted_to": note}
     # boards no published row covers take their nearest relative's values
     for arch, donor, names in (("pascal", "maxwell", ("cuda_eff",)),
-                               ("blackwell", "ampere", ("tc_eff", "tf32_factor", "cuda_eff", "conv_eff"))):
+                               ("blackwell", "ampere", ("tc_eff", "tf32_factor", "cuda_eff"))):
         for name in names:
             data["arch"].setdefault(arch, {})[name] = {
                 "value": float(f"{f.arch[donor][name]:.4g}"),

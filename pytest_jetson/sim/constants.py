@@ -29,6 +29,7 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "dw_eff": 0.30,          # depthwise / thin grouped convs on CUDA cores
     "mem_eff": 0.90,         # fraction of DRAM peak a kernel's traffic reaches
     "kernel_cycles": 3000.0,  # fixed GPU cycles per kernel (launch gap, ramp, tail)
+    "graph_kernel_frac": 0.5,  # share of that fixed cost left when a CUDA graph launches the kernels
     # host time, microseconds on a Cortex-A78AE core at cpu_ref_mhz
     "cpu_ref_mhz": 1500.0,
     "launch_us": 8.0,        # TensorRT enqueue per kernel

@@ -121,7 +121,8 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     gg0 = np.where(has_g, cfg["gid_gpu"], 0)
     tm, tb = T.eval(gg0, f, bw)
     k_g = T.n[gg0]
-    t_fixed = k_g * kc / f
+    # a CUDA graph's kernels follow each other with shorter gaps than stream launches
+    t_fixed = k_g * kc / f * np.where(cfg["h_graphs"] > 0, c["graph_kernel_frac"], 1.0)
     tm = tm * (1.0 + c["contention"] * phi)
     tb = tb / (1.0 - phi)
     t_gpu = tm + tb + t_fixed

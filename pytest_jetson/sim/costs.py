@@ -8,7 +8,8 @@ DRAM and writes its output there. The achieved rate depends on the kernel's clas
 * convolutions and matrix products (tensor cores where the precision has them, else CUDA cores):
   the peak times ``tc_eff`` (``cuda_eff``; ``tf32_factor`` and ``int8_factor`` for TF32 and int8
   relative to fp16), ``conv_eff`` for a convolution with a window on tensor cores (an implicit GEMM
-  gathering its operands, against a plain GEMM or 1x1 convolution), ``K / (K + conv_k0)`` for the reduction length K
+  gathering its operands, against a plain GEMM or 1x1 convolution), ``K / (K + k0)`` for the reduction length K, k0 being ``conv_k0`` scaled by the unit's rate relative
+  to fp16 tensor cores (the loop's fixed cost per tile is cycles: a slower unit hides it sooner)
   (a short reduction cannot hide its operand loads: a 1x1 conv over 16 channels runs far below a
   3x3 over 256), with input channels padded to the tensor cores' vector width (a 3-channel image
   pays for 8 in fp16, 16 in int8), and the output tile (``TILES_TC``) that finishes first after
@@ -133,8 +134,11 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
                         c["cuda_eff"])
     # an implicit-GEMM convolution with a window gathers its operands: below a plain GEMM's rate
     unit_eff = unit_eff * np.where(on_tc & (kind == KIND["conv"]) & (window > 1), c["conv_eff"], 1.0)
-    k_sat = k_pad / (k_pad + c["conv_k0"])
-    rate_mm = np.where(on_tc, tc, cuda) * sm * unit_eff * k_sat
+    # The main loop's fixed cost per tile (operand loads in flight before the first product) is
+    # the same cycles whatever the unit: the faster the unit, the longer K it takes to hide it.
+    rate_unit = np.where(on_tc, tc, cuda)
+    k_sat = k_pad / (k_pad + c["conv_k0"] * rate_unit / 1024.0)
+    rate_mm = rate_unit * sm * unit_eff * k_sat
     work = batch * e.macs * np.where(e.k_red > 0, k_pad / np.maximum(e.k_red, 1.0), 1.0) * np.maximum(best, 1.0)
     a_mm = work / np.maximum(rate_mm, 1e-9)
 

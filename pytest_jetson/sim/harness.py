@@ -50,8 +50,8 @@ HARNESSES: Dict[str, Harness] = {h.name: h for h in (
     Harness("zero-copy", "an application on mapped or device-resident buffers: no copies, one enqueue and "
                          "one synchronize per inference (jetson-inference)", copies=False, graphs=False,
             sync=True),
-    Harness("deepstream", "a DeepStream pipeline (nvinfer): zero-copy buffers, inferences pipelined with "
-                          "the stream's other stages", copies=False, graphs=False, sync=False,
+    Harness("deepstream", "a DeepStream pipeline (nvinfer): zero-copy buffers, each batch's inference "
+                          "awaited before it moves on", copies=False, graphs=False, sync=True,
             framework_us=150.0),
     Harness("python", "a Python loop enqueuing the engine on GPU tensors without waiting (torch2trt's "
                       "throughput benchmark)", copies=False, graphs=False, sync=False, framework_us=120.0),

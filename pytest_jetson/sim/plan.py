@@ -131,7 +131,7 @@ def harness_columns(h: Harness, hw: Hardware, c: Dict[str, float], copy_bytes: f
     cpu = hw.cpu_scale(c["cpu_ref_mhz"])
     if h.gpu_only:  # the GPU's own time: nothing on the host counts
         return {"h_launch": 0.0, "h_host": 0.0, "h_copy": 0.0, "h_sync": 0.0, "h_gpu_only": 1.0,
-                "copy_bytes": 0.0}
+                "h_graphs": 0.0, "copy_bytes": 0.0}
     if h.graphs:
         launch = 0.0
         fixed = c["graph_us"] + h.framework_us
@@ -142,7 +142,7 @@ def harness_columns(h: Harness, hw: Hardware, c: Dict[str, float], copy_bytes: f
         fixed += c["sync_us"]
     copy_s = copy_bytes / (hw.bw * c["copy_eff"]) if h.copies else 0.0
     return {"h_launch": launch * 1e-6 * cpu, "h_host": fixed * 1e-6 * cpu * host_scale, "h_copy": copy_s,
-            "h_sync": float(h.sync), "h_gpu_only": float(h.gpu_only),
+            "h_sync": float(h.sync), "h_gpu_only": float(h.gpu_only), "h_graphs": float(h.graphs),
             "copy_bytes": copy_bytes if h.copies else 0.0}
 
 

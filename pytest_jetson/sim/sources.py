@@ -231,12 +231,16 @@ def _row_case(row: Dict[str, Any]) -> Tuple[Optional[Case], str]:
         harness = "deepstream"
     if harness == "python" and metric == "latency":
         harness = "python-sync"  # torch2trt times latency with a synchronize after every call
+    value = _si(row["value"], row["unit"])
+    if src == "ULTRA_DS" and metric == "latency":
+        # published as ms/image but measured as a pipeline's frames per second (the note's FPS)
+        metric, value = "throughput", 1.0 / value
     res = str(row.get("resolution") or "")
     resolution = 672 if res.startswith("672") else None
     note = spec.why if harness == spec.harness else {
         "deepstream": "DeepStream's nvinfer pipeline on 1080p video", "python-sync": "torch2trt's latency "
         "benchmark: a synchronize after every call"}[harness]
-    return Case(model=model, precision=prec, batch=batch, metric=metric, value=_si(row["value"], row["unit"]),
+    return Case(model=model, precision=prec, batch=batch, metric=metric, value=value,
                 unit=str(row["unit"]), group="power" if metric == "power" else "time", accelerator=accelerator,
                 resolution=resolution, note=note, **dict(base, harness=harness, processes=processes)), ""
 
