@@ -31,7 +31,7 @@ from .costs import ARCHS, A, Costs, dla_costs, gpu_costs
 from .engine import Engine, P, plan
 from .hardware import Hardware, cores_per_sm, resolve
 from .harness import get as get_harness
-from .plan import available_memory, harness_columns, memory, transitions
+from .plan import available_memory, harness_columns, idle_rule, memory, transitions
 from .sources import Case, cases, contrasts
 from .workload import KIND, load
 
@@ -275,7 +275,7 @@ def _idle(hw: Hardware, c: Dict[str, Any]) -> float:
     """Board idle power: published for the Orin Nano family, else the rule ``plan`` states."""
     if hw.family == "orin-nano":
         return ORIN_NANO_IDLE_W
-    return round(0.14 * (hw.max_budget_w or 15.0) + 0.5, 2)
+    return idle_rule(hw)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ class Hardware:
     cpu_online: int
     cpu_mhz: float
     dla_hz: float
-    l2_bytes: float = 0.0
     max_budget_w: Optional[float] = None  # the largest budget among the profile's modes
     cpu_perf: float = 1.0   # work per clock of one CPU core relative to a Cortex-A78AE
     notes: List[str] = field(default_factory=list)
@@ -43,13 +42,6 @@ class Hardware:
     @property
     def gpu_mhz(self) -> float:
         return self.gpu_hz / 1e6
-
-
-#: L2 per SM where a profile does not say (bytes): AGX Orin 64GB 4 MiB / 16 SM and Orin NX 2 MiB / 8 SM
-#: for Ampere, TX2 512 KiB / 2 SM for Pascal, Thor 32 MiB / 20 SM for Blackwell; Maxwell and Volta
-#: (no figure in the sources) take 128 KiB.
-L2_PER_SM = {"ampere": 256 * 1024, "pascal": 256 * 1024, "blackwell": 32 * 2 ** 20 / 20,
-             "maxwell": 128 * 1024, "volta": 128 * 1024}
 
 
 #: Single-thread work per clock of the boards' CPU cores relative to a Cortex-A78AE: approximate
@@ -149,12 +141,11 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
         dla_mhz = 1000.0
         notes.append("DLA clock unknown: assuming 1000 MHz")
 
-    l2 = prof.l2_cache_bytes or L2_PER_SM.get(arch, 128 * 1024) * (prof.sm_count or sm)
 
     budgets = [m.budget_w for m in prof.power_modes if m.budget_w]
     top = max([m.gpu_max_mhz for m in prof.power_modes if m.gpu_max_mhz] + [float(f)])
     return Hardware(top_hz=float(top) * 1e6,
-        l2_bytes=float(l2), max_budget_w=max(budgets) if budgets else None,
+        max_budget_w=max(budgets) if budgets else None,
         device_id=prof.id, name=prof.name, family=prof.family, arch=arch, sm_count=int(sm),
         has_tensor_cores=bool(prof.tensor_cores), dla_count=int(prof.dla_count or 0),
         memory_bytes=int(prof.memory_bytes), mode=mode.name, budget_w=mode.budget_w,

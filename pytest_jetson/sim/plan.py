@@ -99,13 +99,16 @@ class KernelTables:
         return self._tables
 
 
+def idle_rule(hw: Hardware) -> float:
+    """Idle board power where nothing is published: it grows with the module's size (its largest
+    budget); the Orin Nano idles at 3.52 W against a 25 W top budget, about 0.14 of it."""
+    return round(0.14 * (hw.max_budget_w or 15.0) + 0.5, 2)
+
+
 def device_constants(hw: Hardware, notes: List[str]) -> Dict[str, float]:
     c = K.constants(hw.arch, hw.device_id, hw.family)
     if not (K.has_device_entry(hw.device_id, "idle_w") or K.has_family_entry(hw.family, "idle_w")):
-        # No published idle figure for this board: idle grows with the module's size (its budget).
-        ref = hw.max_budget_w or 15.0
-        # Orin Nano: 3.52 W idle against a 25 W top budget, about 0.14 of it.
-        c["idle_w"] = round(0.14 * ref + 0.5, 2)
+        c["idle_w"] = idle_rule(hw)
         notes.append(f"no published idle power for {hw.name}: idle {c['idle_w']} W assumed "
                      "(0.14 x the largest mode budget + 0.5 W, the Orin Nano's ratio)")
     return c
