@@ -37,9 +37,12 @@ def _run(argv: Optional[List[str]] = None) -> int:
         print(f"wrote {cal.K.CALIBRATION_PATH}", file=sys.stderr)
     print(cal.format_report(rep, verbose=not args.summary))
     if args.verbose:
+        import textwrap
+
         print("\nnot expressible:")
         for row, why in rep["skipped"]:
-            print(f"  {row['id']:>4} {row['source_id']:<13} {str(row['model'])[:38]:<38} {why}")
+            head = f"  {row['id']:>4} {row['source_id']:<13} {str(row['model'])[:30]:<30} "
+            print(textwrap.fill(why, 100, initial_indent=head, subsequent_indent=" " * len(head)))
     return 0
 
 

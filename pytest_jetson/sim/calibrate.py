@@ -27,7 +27,7 @@ import numpy as np
 from . import constants as K
 from .arch import rate
 from .core import Tables, evaluate
-from .costs import ARCHS, A, Costs, dla_costs, gpu_costs
+from .costs import ARCHS, A, Costs, dla_costs, fallback_costs, gpu_costs
 from .engine import Engine, P, plan
 from .hardware import Hardware, cores_per_sm, resolve
 from .harness import get as get_harness
@@ -217,10 +217,7 @@ class Batch:
             ca = dict(c, **arch_c[p.hw.arch])
             e16 = _ENGINES.setdefault((p.case.model, p.case.resolution, "fp16"), plan(p.workload, "fp16"))
             items.append(dla_costs(p.engine, p.hw.arch, p.precision, p.case.batch, ca))
-            sel = ~e16.dla_ok & (e16.source >= 0)
-            sub = Engine(**{k: (getattr(e16, k)[sel] if isinstance(getattr(e16, k), np.ndarray) else getattr(e16, k))
-                            for k in Engine.__dataclass_fields__})
-            items.append(gpu_costs(sub, p.hw.arch, p.hw.sm_count, p.hw.has_tensor_cores, p.case.batch, ca))
+            items.append(fallback_costs(e16, p.hw.arch, p.hw.sm_count, p.hw.has_tensor_cores, p.case.batch, ca))
             self._dla_gid[i] = (len(items) - 2, len(items) - 1)
         self._tables = Tables(items) if items else None
         self._cost_key = key

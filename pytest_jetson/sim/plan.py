@@ -84,9 +84,9 @@ class KernelTables:
             if unit == "gpu":
                 item = gpu_costs(self.engine(precision), hw.arch, sm, hw.has_tensor_cores, batch, c)
             elif unit == "dla":
-                item = dla_costs(plan(self.w, precision), hw.arch, precision, batch, c)
+                item = dla_costs(self.engine(precision), hw.arch, precision, batch, c)
             else:  # the layers a DLA engine hands back to the GPU, in fp16
-                item = fallback_costs(plan(self.w, "fp16"), hw.arch, sm, hw.has_tensor_cores, batch, c)
+                item = fallback_costs(self.engine("fp16"), hw.arch, sm, hw.has_tensor_cores, batch, c)
             self.index[key] = len(self.items)
             self.items.append(item)
             self._tables = None

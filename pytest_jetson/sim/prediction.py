@@ -94,15 +94,6 @@ def _oom_message(hw, model, precision, batch, processes, per_process, parts, ava
             "batches")
 
 
-def evaluate_one(hw: Any, w: Any, precision: str, batch: int, n_gpu: int, n_dla: int,
-                 c: Dict[str, float], harness: Any = None, host_scale: float = 1.0) -> Dict[str, float]:
-    """The model's raw outputs for one configuration."""
-    kernels = plan.KernelTables(w, hw, c)
-    cfg = plan.stack([plan.config_row(hw, w, kernels, precision, batch, n_gpu, n_dla, c,
-                                      get_harness(harness), host_scale)])
-    return core.scalar(core.evaluate(kernels.tables, cfg, c))
-
-
 def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, processes: int = 1,
             power_mode: Any = None, accelerator: str = "gpu", harness: Any = None,
             resolution: Any = None) -> Prediction:

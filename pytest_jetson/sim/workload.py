@@ -68,11 +68,6 @@ class Workload:
     def n_kernels(self) -> int:
         return int(self.kind.size)
 
-    @property
-    def k_in(self) -> np.ndarray:
-        """Activation elements each kernel reads per item."""
-        return np.bincount(self.e_kernel, weights=self.e_elems, minlength=self.n_kernels)
-
 
 def _elems_per_item(shape: Any) -> int:
     dims = list(shape or ())[1:]
