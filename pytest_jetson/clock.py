@@ -1,10 +1,14 @@
 """A virtual clock: simulated time that advances only when the simulated device does work.
 
 A simulated 10 s measurement advances this clock by 10 s in a few milliseconds of real time.
-Every simulated engine, pool and telemetry source of one run shares one ``SimClock``.
+Every simulated engine, pool and telemetry source of one run shares one ``SimClock``; the engines
+announce on it what they run and when (``announce``), so a telemetry source on the same clock
+reads the board under whatever load is running, whoever started it (``load_at``).
 """
 
+import bisect
 import threading
+from typing import Any, List, Optional
 
 
 class SimClock:
@@ -15,9 +19,42 @@ class SimClock:
     def __init__(self, start: float = 0.0) -> None:
         self._now = float(start)
         self._lock = threading.Lock()
+        #: [start, end, load] of every busy stretch announced, in order of start.
+        self.loads: List[List[Any]] = []
+        self._starts: List[float] = []
 
     def now(self) -> float:
         return self._now
+
+    def announce(self, load: Any, start: float, end: float) -> List[Any]:
+        """Record that ``load`` (a Prediction) runs from ``start`` to ``end``; the returned record's
+        end may be moved later by its owner while the stretch continues."""
+        rec = [float(start), float(end), load]
+        with self._lock:
+            self.loads.append(rec)
+            self._starts.append(rec[0])
+        return rec
+
+    def load_at(self, t: float) -> Optional[Any]:
+        """The load announced as running at virtual time ``t`` (the latest to start), or None."""
+        i = bisect.bisect_right(self._starts, t)
+        for rec in reversed(self.loads[max(0, i - 64):i]):
+            if rec[0] <= t < rec[1]:
+                return rec[2]
+        return None
+
+    def last_load(self) -> Optional[Any]:
+        return self.loads[-1][2] if self.loads else None
+
+    def load_edges(self, a: float, b: float) -> List[float]:
+        """Starts and ends of announced stretches strictly between ``a`` and ``b``."""
+        i = bisect.bisect_right(self._starts, b)
+        out = set()
+        for rec in self.loads[:i]:
+            for x in rec[:2]:
+                if a < x < b:
+                    out.add(x)
+        return sorted(out)
 
     def advance(self, seconds: float) -> float:
         if seconds < 0:

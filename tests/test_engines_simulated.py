@@ -70,6 +70,26 @@ def test_engines_share_one_clock():
     assert clock.now() > t > 0
 
 
+def test_engines_announce_what_they_run_on_the_clock():
+    clock = SimClock()
+    a = _open(batch=1, clock=clock)
+    b = _open("mobilenet_v2", batch=1, clock=clock)
+    start = clock.now()
+    for _ in range(50):
+        a.infer()
+    middle = clock.now()
+    for _ in range(20):
+        b.infer()
+    end = clock.now()
+    clock.advance(1.0)  # then nothing runs
+    # one stretch per run of back-to-back inferences, with its prediction as the load
+    assert [(rec[0], rec[1], rec[2]) for rec in clock.loads] == [(start, middle, a.prediction),
+                                                                 (middle, end, b.prediction)]
+    assert clock.load_at((start + middle) / 2) is a.prediction
+    assert clock.load_at(middle) is b.prediction
+    assert clock.load_at(clock.now() - 0.5) is None
+
+
 def test_processes_give_the_contended_latency_of_one_of_them():
     alone = _open(batch=1, precision="int8")
     shared = _open(batch=1, precision="int8", processes=4)

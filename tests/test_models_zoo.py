@@ -19,7 +19,8 @@ from pytest_jetson.models import zoo
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# sum(p.numel() for p in model.parameters()) of torchvision (Ultralytics for yolov8n, unfused).
+# sum(p.numel() for p in model.parameters()) of torchvision; Ultralytics' model summaries (unfused)
+# for YOLOv8n, YOLO11 (the counts in ultralytics/cfg/models/11/yolo11.yaml) and YOLOv5s.
 PARAMS = {
     "resnet18": 11_689_512,
     "resnet34": 21_797_672,
@@ -36,8 +37,19 @@ PARAMS = {
     "mobilenet_v2": 3_504_872,
     "fcn_resnet50": 32_957_013,  # aux_loss=None; 35,322_218 with the aux classifier
     "yolov8n": 3_157_200,
-    # Ours (torchvision has none): resnet18 backbone at output stride 32 (BasicBlock cannot
-    # dilate) = 11,176,512 + FCNHead(512, 21) = 589,824 + 256 + 2,709.
+    "yolo11n": 2_624_080,
+    "yolo11s": 9_458_752,
+    "yolo11m": 20_114_688,
+    "yolo11l": 25_372_160,
+    "yolo11x": 56_966_176,
+    "yolov5s": 7_235_389,
+    # The deploy graph (RepConv re-parameterised, BatchNorm and IDetect's implicit layers folded
+    # into the convolutions): the authors' 36.9 M. Their fused summary prints 36,907,898 because
+    # fuse() leaves IDetect's 2,557 folded ImplicitA (256 + 512 + 1024) and ImplicitM (3 x 255)
+    # parameters registered.
+    "yolov7": 36_907_898 - 2_557,
+    # jetson-inference's (dusty-nv/pytorch-segmentation): resnet18 backbone at output stride 32
+    # (no dilation) = 11,176,512 + FCNHead(512, 21) = 589,824 + 256 + 2,709.
     "fcn_resnet18": 11_769_301,
 }
 
@@ -50,6 +62,9 @@ PUBLISHED_GMACS = {
     # torchvision rounds to 0.14; the ShuffleNet V2 paper lists 146 M for the 1.0x model
     "shufflenet_v2_x1_0": 0.146,
     "yolov8n": 8.7 / 2,
+    # Ultralytics' docs tables (GFLOPs at 640 = 2 x MACs) and the YOLOv7 paper's 104.7 GFLOPs
+    "yolo11n": 6.5 / 2, "yolo11s": 21.5 / 2, "yolo11m": 68.0 / 2, "yolo11l": 86.9 / 2, "yolo11x": 194.9 / 2,
+    "yolov5s": 16.5 / 2, "yolov7": 104.7 / 2,
 }
 
 
@@ -80,7 +95,13 @@ def test_default_resolutions():
     assert zoo.default_resolution("yolov8n") == (640, 640)
     assert zoo.default_resolution("fcn_resnet50") == (520, 520)
     assert zoo.stats("yolov8n").output_shapes == [(1, 84, 8400)]
-    assert zoo.stats("fcn_resnet18").output_shapes == [(1, 21, 520, 520)]
+    # exported without the upsample: jetson-inference scales the 1/32 class grid up itself
+    assert zoo.stats("fcn_resnet18").output_shapes == [(1, 21, 17, 17)]
+    assert zoo.stats("fcn_resnet50").output_shapes == [(1, 21, 520, 520)]
+    assert zoo.stats("yolov5s", resolution=672).output_shapes == [(1, 255, 84, 84), (1, 255, 42, 42),
+                                                                   (1, 255, 21, 21)]
+    assert zoo.stats("yolov7").output_shapes == [(1, 25200, 85)]
+    assert zoo.stats("yolo11x").output_shapes == [(1, 84, 8400)]
     assert zoo.stats("resnet50").input_shape == (1, 3, 224, 224)
 
 
@@ -127,7 +148,9 @@ RUNNABLE = [
     ("shufflenet_v2_x1_0", 64, (2, 1000)),
     ("densenet121", 64, (2, 1000)),
     ("yolov8n", 320, (2, 84, 2100)),
-    ("fcn_resnet18", 96, (2, 21, 96, 96)),
+    ("yolo11n", 320, (2, 84, 2100)),
+    ("yolov7", 64, (2, 3 * (64 + 16 + 4), 85)),
+    ("fcn_resnet18", 96, (2, 21, 3, 3)),
 ]
 
 
@@ -146,6 +169,8 @@ def test_small_models_pass_full_check_and_run_in_onnxruntime(name, resolution, s
     # the analysis of the real graph agrees with the structure-only one
     stats = zoo.stats(name, resolution=resolution, batch=2)
     assert stats.output_shapes == [shape]
+    if name == "yolov7":
+        assert np.all(out[..., 4:] <= 1.0)  # objectness and classes through the sigmoid
     from pytest_jetson.models.graph import analyze
     full = analyze(model, batch=2)
     assert (full.params, full.macs, full.flops) == (stats.params, stats.macs, stats.flops)

@@ -170,3 +170,28 @@ def test_pool_invariants(n, batch, precision, seed):
     # every worker ran the whole window and not an iteration more
     for w in m.workers:
         assert 1.0 <= w.duration < 1.0 + max(w.latencies)
+
+
+def _conv_onnx(path, channels):
+    """A small real ONNX network: four 3x3 convolutions of ``channels`` on a 224 x 224 image."""
+    import onnx
+
+    from pytest_jetson.models.builder import Net
+
+    net = Net(f"c{channels}", (3, 224, 224))
+    x = net.relu(net.conv(net.input, channels, 3, 2, 1, name="c1"))
+    for i in range(3):
+        x = net.relu(net.conv(x, channels, 3, 1, 1, name=f"c{i + 2}"))
+    net.output(x)
+    onnx.save(net.model(), str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("processes", [1, 2, 4, 8])
+def test_a_model_with_more_compute_shows_at_every_process_count(tmp_path, processes):
+    """Twice the channels is about 3-4x the GPU's work: the pool's throughput says so however many
+    processes time-slice the GPU (a regression gate on a pool must see a compute regression)."""
+    small, big = _conv_onnx(tmp_path / "c32.onnx", 32), _conv_onnx(tmp_path / "c64.onnx", 64)
+    runs = [run_pool(m, processes=processes, precision="fp16", duration="2s", warmup="0s", seed=1)
+            for m in (small, big)]
+    assert runs[1].throughput < 0.75 * runs[0].throughput

@@ -118,3 +118,45 @@ def test_the_sessions_factory_is_one_so_the_board_stays_warm():
     with ctx.telemetry.sample(workload=workload()) as b:
         ctx.clock.advance(1.0)
     assert b.series.temps_c["gpu"][0] > a.series.temps_c["gpu"][0] + 10
+
+
+def test_a_sampler_around_plain_engine_calls_reads_the_engines_load():
+    """No workload handed to the source: the engine announces its load on the clock they share."""
+    from pytest_jetson.engines.simulated import SimulatedEngine
+
+    clock = SimClock()
+    dev = simulated_device("orin-nano")
+    engine = SimulatedEngine("resnet50", dev, "int8", 8, clock=clock)
+    factory = TelemetryFactory(dev, clock, source="simulated", interval="50ms")
+    with factory.sample() as idle:
+        clock.advance(2.0)
+    with factory.sample() as busy:
+        for _ in range(300):
+            engine.infer()
+    pred = engine.prediction
+    assert busy.summary.power_mean_w == pytest.approx(pred.power, rel=0.03)
+    assert busy.summary.gpu_util_mean == pytest.approx(100 * pred.gpu_util, abs=2)
+    assert busy.summary.gpu_clock_mean_mhz == pytest.approx(pred.gpu_clock_mhz)
+    # before any engine ran the board idled at the idle power the engine's prediction gives
+    assert idle.summary.gpu_util_mean == 0
+    assert idle.summary.power_mean_w < 0.5 * busy.summary.power_mean_w
+    with factory.sample() as after:  # and it idles again once the engine stops
+        clock.advance(2.0)
+    assert after.summary.power_mean_w == pytest.approx(pred.idle_power, rel=0.03)
+
+
+def test_the_telemetry_fixture_around_plain_infer_calls_shows_the_load(pytester):
+    pytester.makepyfile(
+        """
+        def test_load(trt_engine, telemetry):
+            engine = trt_engine("resnet50", precision="int8", batch=8)
+            with telemetry.sample(interval="50ms") as t:
+                for _ in range(300):
+                    engine.infer()
+            s = t.summary
+            assert s.gpu_util_mean > 80, s
+            assert abs(s.power_mean_w - engine.prediction.power) < 0.05 * engine.prediction.power, s
+        """
+    )
+    result = pytester.runpytest("--jetson-device", "orin-nano", "-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)

@@ -19,19 +19,51 @@ def _ints(text: str, what: str) -> List[int]:
         raise JetsonError(f"--{what} {text!r}: give integers separated by commas, e.g. 1,8,32") from None
 
 
-def _row_line(r: Dict[str, Any]) -> str:
+#: (header, width, cell) per column; "per proc" and "accel" only when the sweep varies them.
+_COLUMNS = (
+    ("power mode", -14, lambda r: r["power_mode"][:14]),
+    ("prec", -4, lambda r: r["precision"]),
+    ("accel", -7, lambda r: r["accelerator"]),
+    ("b", 4, lambda r: str(r["batch"])),
+    ("n", 3, lambda r: str(r["processes"])),
+    ("items/s", 8, lambda r: f"{r['throughput']:.1f}"),
+    ("per proc", 8, lambda r: f"{r['per_process_throughput']:.1f}"),
+    ("lat ms", 7, lambda r: f"{r['latency'] * 1e3:.3f}"),
+    ("p99 ms", 7, lambda r: f"{r['latency_p99'] * 1e3:.3f}"),
+    ("memory", 8, lambda r: _bytes(r["memory"])),
+    ("W", 5, lambda r: f"{r['power']:.1f}"),
+    ("mJ/img", 6, lambda r: f"{r['energy'] * 1e3:.2f}"),
+    ("MHz", 4, lambda r: f"{r['gpu_clock_mhz']:.0f}"),
+    ("bound", -10, lambda r: r["bound"] + ("  OOM" if r["oom"] else "")),
+)
+
+
+def _bytes(n: float) -> str:
     from ..units import format_bytes
 
-    oom = "  OOM" if r["oom"] else ""
-    return (f"{r['power_mode']:<16} {r['precision']:<5} {r['accelerator']:<7} {r['batch']:>5} {r['processes']:>5} "
-            f"{r['throughput']:>10.1f} {r['per_process_throughput']:>10.1f} {r['latency'] * 1e3:>9.3f} "
-            f"{r['latency_p99'] * 1e3:>9.3f} {format_bytes(r['memory']):>10} {r['power']:>7.2f} "
-            f"{r['energy'] * 1e3:>9.3f} {r['gpu_clock_mhz']:>7.0f} {r['bound']:<10}{oom}")
+    return format_bytes(n).replace(" ", "")
 
 
-HEADER = (f"{'power mode':<16} {'prec':<5} {'accel':<7} {'batch':>5} {'procs':>5} {'items/s':>10} "
-          f"{'per proc':>10} {'lat ms':>9} {'p99 ms':>9} {'memory':>10} {'power W':>7} {'mJ/item':>9} "
-          f"{'GPU MHz':>7} {'bound':<10}")
+def _columns(rows: List[Dict[str, Any]]):
+    varies = {k: len({r[k] for r in rows}) > 1 for k in ("accelerator", "processes")}
+    skip = set()
+    if not varies["accelerator"]:
+        skip.add("accel")
+    if not varies["processes"]:
+        skip.add("per proc")
+    return [c for c in _COLUMNS if c[0] not in skip]
+
+
+def _line(cells: List[str], cols) -> str:
+    return " ".join(f"{x:<{-w}}" if w < 0 else f"{x:>{w}}" for x, (_, w, _) in zip(cells, cols)).rstrip()
+
+
+def _header(cols) -> str:
+    return _line([c[0] for c in cols], cols)
+
+
+def _row_line(r: Dict[str, Any], cols) -> str:
+    return _line([c[2](r) for c in cols], cols)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -48,8 +80,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--batch", default="1", help="comma list of batch sizes (default 1)")
     ap.add_argument("--processes", default="1", help="comma list of concurrent processes (default 1)")
     ap.add_argument("--power-modes", default=None,
-                    help="'all', or a comma list of mode names/ids (default: the device's default mode)")
+                    help="'all', 'fastest', or a comma list of mode names/ids (default: the device's default mode)")
     ap.add_argument("--accelerator", default="gpu", help="comma list: gpu,dla,gpu+dla (default gpu)")
+    ap.add_argument("--harness", default=None,
+                    help="what measures the engine: plugin (this plugin's loop on a board, the default), "
+                         "trtexec, trtexec-gpu, graphs, zero-copy, deepstream, python, python-sync")
     ap.add_argument("--resolution", type=int, default=None, help="square input side (default: the model's)")
     ap.add_argument("--max-latency", default=None, help="latency budget per batch, e.g. 5ms")
     ap.add_argument("--limit", type=int, default=200, help="print at most this many table rows (default 200)")
@@ -68,26 +103,31 @@ def main(argv: Optional[List[str]] = None) -> int:
             modes = "all" if args.power_modes.strip().lower() == "all" else _split(args.power_modes)
         res = sweep(args.device, args.model, precisions=_split(args.precision),
                     batches=_ints(args.batch, "batch"), processes=_ints(args.processes, "processes"),
-                    power_modes=modes, accelerators=_split(args.accelerator), resolution=args.resolution)
+                    power_modes=modes, accelerators=_split(args.accelerator), harness=args.harness,
+                    resolution=args.resolution)
     except JetsonError as exc:
         print(f"pytest-jetson sweep: error: {exc}", file=sys.stderr)
         return 2
     rows = res.to_rows()
-    print(f"simulated {res.meta['device']} · {res.meta['model']} · {len(rows)} configurations")
+    print(f"simulated {res.meta['device']} · {res.meta['model']} · harness {res.meta['harness']} · "
+          f"{len(rows)} configurations")
+    import textwrap
+
     for n in res.notes:
-        print(f"note: {n}")
+        print(textwrap.fill(n, 100, initial_indent="note: ", subsequent_indent="      "))
+    cols = _columns(rows)
     print()
-    print(HEADER)
+    print(_header(cols))
     for r in rows[: args.limit]:
-        print(_row_line(r))
+        print(_row_line(r, cols))
     if len(rows) > args.limit:
         print(f"... {len(rows) - args.limit} more rows (raise --limit, or --json PATH for all)")
     print()
     front = res.pareto("latency", "energy").to_rows()
     print(f"Pareto front, latency vs energy per item ({len(front)} configurations):")
-    print(HEADER)
+    print(_header(cols))
     for r in front:
-        print(_row_line(r))
+        print(_row_line(r, cols))
     print()
     best = res.best_mode(max_latency=budget)
     limit_text = f"latency <= {args.max_latency}" if budget is not None else "no latency budget"
@@ -96,8 +136,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         rc = 1
     else:
         print(f"lowest energy per item with {limit_text}: power mode {best['power_mode']} "
-              f"({best['precision']}, batch {best['batch']}, {best['processes']} process(es), {best['accelerator']}): "
-              f"{best['energy'] * 1e3:.3f} mJ/item, latency {best['latency'] * 1e3:.3f} ms, "
+              f"({best['precision']}, batch {best['batch']}, {best['processes']} process(es), {best['accelerator']}):")
+        print(f"  {best['energy'] * 1e3:.3f} mJ/item, latency {best['latency'] * 1e3:.3f} ms, "
               f"{best['throughput']:.1f} items/s, {best['power']:.2f} W")
         rc = 0
     if args.json:

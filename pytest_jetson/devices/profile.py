@@ -82,11 +82,23 @@ class Profile:
     def mode_names(self) -> List[str]:
         return [m.name for m in self.power_modes]
 
+    @property
+    def fastest_mode(self) -> PowerMode:
+        """The mode with the highest GPU clock (MAXN where the board has one); ties go to the higher
+        memory clock, then the more CPU throughput (cores x clock), then no budget over a budget."""
+        def rank(m: PowerMode):
+            return (m.gpu_max_mhz or 0.0, m.emc_max_mhz or 0.0,
+                    (m.cpu_online or 0) * (m.cpu_max_mhz or 0.0), m.budget_w is None, m.budget_w or 0.0)
+        return max(self.power_modes, key=rank)
+
     def power_mode(self, name_or_id: Any = None) -> PowerMode:
-        """A power mode by name (case-insensitive) or nvpmodel id; None gives the default mode."""
+        """A power mode by name (case-insensitive) or nvpmodel id; None gives the default mode and
+        ``"fastest"`` the highest-clock mode (``fastest_mode``)."""
         if name_or_id is None or name_or_id == "":
             name_or_id = self.default_power_mode
         key = str(name_or_id).strip()
+        if key.lower() == "fastest" and not any(m.name.lower() == "fastest" for m in self.power_modes):
+            return self.fastest_mode
         for mode in self.power_modes:
             if mode.name.lower() == key.lower():
                 return mode
@@ -103,7 +115,8 @@ class Profile:
         )
         raise ConfigError(
             f"power mode {name_or_id!r} does not exist on {self.name}; its modes are: {listing}. "
-            f"Pass one of them to --jetson-power-mode (by name or nvpmodel id)."
+            f"Pass one of them to --jetson-power-mode (by name or nvpmodel id), or 'fastest' for "
+            f"{self.fastest_mode.name}."
         )
 
     @property

@@ -2,7 +2,9 @@
 
 ``infer`` returns zero outputs of the right shapes and dtypes and advances the shared virtual
 clock by the simulator's per-batch latency with its seeded noise, so the harness times it exactly
-as it times a real engine, and a 10 s measurement costs milliseconds.
+as it times a real engine, and a 10 s measurement costs milliseconds. Each stretch of back-to-back
+inferences is announced on the clock with its prediction, so the simulated telemetry source on
+the same clock reads the board under that load, however the engine is driven.
 """
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -40,7 +42,7 @@ class SimulatedEngine(Engine):
 
     def __init__(self, model: Any, device: Any, precision: str = "fp16", batch: int = 1,
                  dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
-                 resolution: Any = None, processes: int = 1) -> None:
+                 resolution: Any = None, processes: int = 1, harness: Any = None) -> None:
         super().__init__()
         from ..clock import SimClock
         from ..devices.device import as_device
@@ -55,6 +57,7 @@ class SimulatedEngine(Engine):
         self.dla_core = dla_core
         self.resolution = resolution
         self.processes = int(processes)
+        self.harness = harness
         self.seed = int(seed)
         self.clock = clock if clock is not None else SimClock()
         if getattr(self.clock, "kind", None) != "virtual" or not hasattr(self.clock, "advance"):
@@ -89,6 +92,10 @@ class SimulatedEngine(Engine):
         self.prediction = self._predict(self.batch)
         self.memory_bytes = self._memory(self.prediction)
         self._advance = self.clock.advance
+        self._now = self.clock.now
+        self._announce = getattr(self.clock, "announce", None)
+        self._busy: Optional[list] = None  # the stretch of back-to-back inferences now running
+        self._busy_batch = 0
         self._default_outputs = self._infer_outputs(self.batch)
 
     def _infer_outputs(self, batch: int) -> Dict[str, np.ndarray]:
@@ -106,7 +113,7 @@ class SimulatedEngine(Engine):
             try:
                 pred = sim.predict(self.device, self.model, self.precision, batch,
                                    processes=self.processes, accelerator=self.accelerator,
-                                   resolution=self.resolution)
+                                   harness=self.harness, resolution=self.resolution)
             except SimulationError:
                 raise
             except (KeyError, ValueError) as exc:
@@ -146,17 +153,30 @@ class SimulatedEngine(Engine):
                 return lat
         return next(self._draws(batch))
 
+    def _run(self, batch: int) -> None:
+        """One inference on the virtual clock, announced as load (a running stretch grows)."""
+        t0 = self._now()
+        t1 = self._advance(self._step(batch))
+        if t1 is None:  # a virtual clock whose advance returns nothing
+            t1 = self._now()
+        rec = self._busy
+        if rec is not None and rec[1] == t0 and self._busy_batch == batch:
+            rec[1] = t1
+        elif self._announce is not None:
+            self._busy = self._announce(self._predictions[batch], t0, t1)
+            self._busy_batch = batch
+
     def infer(self, batch: Optional[int] = None) -> Dict[str, np.ndarray]:
         # the hot path of every simulated measurement: kept to a few attribute lookups
         if self.closed:
             raise EngineError(f"{self.name}: infer() on a closed engine")
         if batch is None or batch == self.batch:
-            self._advance(self._step(self.batch))
+            self._run(self.batch)
             return self._default_outputs
         return super().infer(batch)
 
     def _infer(self, batch: int) -> Dict[str, np.ndarray]:
-        self._advance(self._step(batch))
+        self._run(batch)
         out = self._outputs.get(batch)
         return out if out is not None else self._infer_outputs(batch)
 

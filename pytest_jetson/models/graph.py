@@ -45,6 +45,9 @@ class LayerStats:
     out_channels: int = 0
     spatial: int = 1
     groups: int = 1
+    kernel_size: int = 1  # kernel window elements (kh x kw) of a Conv or pool
+    stride: int = 1  # largest stride of a Conv or pool
+    in_channels: int = 0  # channels of the first input
     free: bool = False  # no kernel in TensorRT: a view (Reshape, Flatten) or build-time constant
     known: bool = True
     bias: bool = False  # Conv/Gemm with a bias input
@@ -70,8 +73,20 @@ class KernelStats:
     spatial: int = 1
     groups: int = 1
     params: int = 0
+    kernel_size: int = 1
+    stride: int = 1
+    in_channels: int = 0
     _inputs: List[str] = field(default_factory=list, repr=False, compare=False)
     _outputs: List[str] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def inputs(self) -> List[str]:
+        """Activation tensors the kernel reads (names in the graph)."""
+        return list(self._inputs)
+
+    @property
+    def outputs(self) -> List[str]:
+        return list(self._outputs)
 
 
 @dataclass
@@ -112,6 +127,18 @@ class GraphStats:
     @property
     def gmacs(self) -> float:
         return self.macs / 1e9
+
+    def tensor_elems(self, name: str) -> int:
+        """Elements of an activation tensor (whole batch); 0 when its shape is unknown."""
+        return int(self._tensor_elems.get(name, 0))
+
+    @property
+    def graph_inputs(self) -> Tuple[str, ...]:
+        return tuple(self._inputs)
+
+    @property
+    def graph_outputs(self) -> Tuple[str, ...]:
+        return tuple(self._graph_outputs)
 
     def kernels(self) -> List[KernelStats]:
         if self._kernels is None:
@@ -384,9 +411,16 @@ def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
             layer.out_channels = int(out[1])
             layer.spatial = _prod(out[2:])
         layer.groups = int(attrs.get("group", 1))
+        ks = attrs.get("kernel_shape")
+        if ks:
+            layer.kernel_size = int(_prod(ks))
+        elif op in ("Conv", "ConvTranspose") and len(in_shapes) > 1 and in_shapes[1] is not None:
+            layer.kernel_size = int(_prod(in_shapes[1][2:]))
+        layer.stride = int(max(attrs.get("strides", [1]) or [1]))
         bias_at = ops.BIAS_INPUT.get(op)
         layer.bias = bias_at is not None and len(node.input) > bias_at and bool(node.input[bias_at])
         x = in_shapes[0] if in_shapes else None
+        layer.in_channels = int(x[1]) if x is not None and len(x) > 1 else 0
         layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
         # Q/DQ pairs fold into the int8 kernels next to them when TensorRT builds the engine
         layer.free = op in ops.VIEW_OPS or op in ops.QDQ_OPS or is_static
@@ -546,6 +580,7 @@ def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -
             input_elems=head.input_elems + residual, output_elems=last.output_elems,
             layers=[x.name for x in group], out_channels=head.out_channels or last.out_channels,
             spatial=head.spatial, groups=head.groups, params=sum(x.params for x in group),
+            kernel_size=head.kernel_size, stride=head.stride, in_channels=head.in_channels,
             _inputs=list(head.inputs) + extra_inputs, _outputs=list(last.outputs)))
     # a kernel runs when its last fused layer can: a residual Add waits for the shortcut branch
     return [k for _, k in sorted(zip(order, kernels), key=lambda p: p[0])]

@@ -263,10 +263,13 @@ def mobilenet_v2(net: Net) -> None:
 
 
 def fcn(net: Net, backbone: str, classes: int = 21) -> None:
-    """torchvision's fcn_resnet50 (aux_loss=None: no auxiliary classifier).
+    """torchvision's fcn_resnet50 (aux_loss=None: no auxiliary classifier), and fcn_resnet18 as
+    jetson-inference runs it.
 
-    fcn_resnet18 is ours: torchvision's BasicBlock refuses dilation, so its backbone keeps
-    ResNet-18's plain output stride 32 (the FCN-32s layout) under the same FCNHead.
+    fcn_resnet18 follows dusty-nv/pytorch-segmentation, whose FCN jetson-inference's models are
+    trained and exported with: a ResNet-18 backbone at output stride 32 (no dilation), the same
+    FCNHead, and, for ONNX export, no upsample: the engine returns the class grid at 1/32 of the
+    input, which jetson-inference upsamples itself outside the network.
     """
     h, w = net.shape(net.input)[1:]
     if backbone == "resnet50":
@@ -277,4 +280,6 @@ def fcn(net: Net, backbone: str, classes: int = 21) -> None:
     x = net.conv(x, inter, 3, 1, 1, bias=False, name="classifier.0")
     x = net.relu(net.bn(x, name="classifier.1"), name="classifier.2")
     x = net.conv(x, classes, 1, name="classifier.4")
-    net.output(net.resize_bilinear(x, (h, w), name="upsample"))
+    if backbone == "resnet50":
+        x = net.resize_bilinear(x, (h, w), name="upsample")
+    net.output(x)

@@ -21,7 +21,7 @@ from . import yolo
 from .builder import Net
 
 # Bump when a definition changes, so stale cache files are never reused.
-ZOO_VERSION = 1
+ZOO_VERSION = 2
 
 Resolution = Union[int, Tuple[int, int], None]
 
@@ -50,6 +50,13 @@ _ZOO: Dict[str, _Entry] = {
     "shufflenet_v2_x1_0": _Entry(tv.shufflenet_v2, 224, "classification", 1, 32),
     "mobilenet_v2": _Entry(tv.mobilenet_v2, 224, "classification", 1, 32),
     "yolov8n": _Entry(yolo.yolov8n, 640, "detection", 32, 32),
+    "yolo11n": _Entry(lambda n: yolo.yolo11(n, "n"), 640, "detection", 32, 32),
+    "yolo11s": _Entry(lambda n: yolo.yolo11(n, "s"), 640, "detection", 32, 32),
+    "yolo11m": _Entry(lambda n: yolo.yolo11(n, "m"), 640, "detection", 32, 32),
+    "yolo11l": _Entry(lambda n: yolo.yolo11(n, "l"), 640, "detection", 32, 32),
+    "yolo11x": _Entry(lambda n: yolo.yolo11(n, "x"), 640, "detection", 32, 32),
+    "yolov5s": _Entry(yolo.yolov5s, 640, "detection", 32, 32),
+    "yolov7": _Entry(yolo.yolov7, 640, "detection", 32, 32),
     "fcn_resnet18": _Entry(lambda n: tv.fcn(n, "resnet18"), 520, "segmentation", 1, 32),
     "fcn_resnet50": _Entry(lambda n: tv.fcn(n, "resnet50"), 520, "segmentation", 1, 32),
 }

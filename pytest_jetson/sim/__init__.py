@@ -1,10 +1,12 @@
 """The simulated Jetson: a calibrated analytic model of DNN inference on each board.
 
 ``predict`` gives one configuration's throughput, latency, memory, power and energy from the
-device profile and the network's graph; ``sweep`` evaluates a grid of configurations at once;
-``noise.LatencyNoise`` turns a predicted latency into seeded per-iteration samples. The virtual
-clock lives in ``pytest_jetson.clock`` (real backends use its wall clock too). Names are imported
-on first use, so importing this package stays cheap.
+device profile and the network's graph, under the harness that measures it (``harness.py``: the
+plugin's own loop by default, trtexec, CUDA graphs, ...); ``sweep`` evaluates a grid at once;
+``noise.LatencyNoise`` turns a predicted latency into seeded per-iteration samples;
+``calibrate`` fits the constants to published results (``sources.py``) and cross-validates
+them. The virtual clock lives in ``pytest_jetson.clock`` (real backends use its wall clock too).
+Names are imported on first use, so importing this package stays cheap.
 """
 
 from typing import Any

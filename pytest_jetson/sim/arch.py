@@ -2,9 +2,10 @@
 
 Rates are dense multiply-accumulates (MACs) per SM per cycle, from the architectures' published
 peaks: Maxwell/Pascal have no tensor cores and Nano/TX2 no fast int8 (TensorRT runs int8 there
-as fp16); Volta's tensor cores do fp16 only, int8 goes through dp4a on the CUDA cores; Ampere
-(Orin, A100-style SM: 1024 fp16 MACs/SM/cycle, which the Orin Nano's measured 9.7 TFLOP/s at
-612 MHz on 8 SMs confirms) adds tf32, bf16 and int8 on tensor cores; Blackwell (Thor) adds fp8.
+as fp16); Volta's tensor cores run fp16 at 512 and int8 at twice that (AGX Xavier's GPU: 11 TFLOPS
+fp16, 22 TOPS int8 over 8 SMs at 1377 MHz); Ampere (Orin, A100-style SM: 1024 fp16 MACs/SM/cycle,
+which the Orin Nano's measured 9.7 TFLOP/s at 612 MHz on 8 SMs confirms) adds tf32, bf16 and int8
+on tensor cores; Blackwell (Thor) adds fp8 and fp4.
 """
 
 from typing import Dict, Optional, Tuple
@@ -37,7 +38,7 @@ ARCH: Dict[str, Dict[str, Dict[str, float]]] = {
     },
     "volta": {
         "cuda": {"fp32": 64, "fp16": 128, "int8": 256},
-        "tensor": {"fp16": 512},
+        "tensor": {"fp16": 512, "int8": 1024},
         "dla": {"fp16": 1024, "int8": 2048},
     },
     "ampere": {
@@ -54,6 +55,8 @@ ARCH: Dict[str, Dict[str, Dict[str, float]]] = {
 
 #: Architectures whose TensorRT has no int8 speed-up: int8 engines run as fp16.
 NO_FAST_INT8 = ("maxwell", "pascal")
+#: Architectures whose tensor cores run TF32 (TensorRT enables it for fp32 unless told not to).
+TF32_ARCHS = ("ampere", "blackwell")
 
 
 def arch_key(gpu_arch: str) -> str:
@@ -71,9 +74,11 @@ def normalise_precision(precision: str) -> str:
 
 
 def effective_precision(arch: str, precision: str, device_precisions: Tuple[str, ...],
-                        device_name: str) -> Tuple[str, Optional[str]]:
+                        device_name: str, tf32: bool = False,
+                        harness_name: str = "") -> Tuple[str, Optional[str]]:
     """The precision the engine really runs at on this device, and a note when it differs.
 
+    ``tf32``: the harness builds fp32 engines with TensorRT's TF32 flag left on (its default).
     Raises ``ConfigError`` for a precision the device cannot run at all.
     """
     from ..errors import ConfigError
@@ -88,6 +93,13 @@ def effective_precision(arch: str, precision: str, device_precisions: Tuple[str,
             f"precision {precision!r} is not available on {device_name}; "
             f"choose one of {', '.join(listed)}"
         )
+    if p == "fp32" and arch in TF32_ARCHS:
+        if tf32:
+            return "tf32", (f"fp32 on {arch}: TensorRT runs convolutions and matrix products in TF32 "
+                            f"unless its TF32 builder flag is cleared (trtexec --noTF32); the "
+                            f"{harness_name or 'chosen'} harness leaves it on, so this is a TF32 engine")
+        return "fp32", (f"fp32 on {arch}: this plugin's TensorRT backend clears the TF32 flag, so the engine "
+                        "runs true fp32 on CUDA cores (precision 'tf32' gives the tensor-core engine)")
     rates = ARCH[arch]
     if p not in rates["cuda"] and p not in rates["tensor"]:
         fallback = "fp16" if BYTES.get(p, 4) <= 2 and "fp16" in rates["cuda"] else "fp32"

@@ -1,286 +1,554 @@
-"""Calibration of the model's few free constants against published Jetson results.
+"""Calibration of the model's few free constants against published Jetson results, and its
+cross-validation.
 
-``cases()`` turns every published row the model can express (a zoo network or a microbenchmark, on
-a profiled board and power mode) plus the seeds' figures into a prediction target. ``report()``
-compares the model with them (predicted vs published, error, MAPE per metric). ``fit()`` fits
-the constants once, per architecture, never per model, and ``write()`` stores them in
-``pytest_jetson/sim/data/calibration.json`` with a note of what each was fitted to.
+The fit separates what the boards do from how each publication measured them:
 
-    pytest-jetson calibrate --report        # predicted vs published
+* board constants (efficiencies of each kernel class, per-kernel GPU and CPU costs, power terms)
+  are shared by every board, or per architecture where only that architecture's rows can tell,
+  each bounded to what is physically possible;
+* each publication's harness (``sources.SOURCES``: trtexec, CUDA graphs, a Python loop...) is
+  modelled for what it does, and the host time it adds is scaled by a nuisance term of that
+  source's own, fitted on its rows and never carried into a board constant;
+* constants measured directly (DRAM and GEMM microbenchmarks) are read off those rows, not fitted.
+
+A group of constants is fitted only on more rows than it has parameters. The headline figure is
+leave-one-source-out error: fit without a source, predict its rows with its nuisance term at the
+harness's default, as a new user's numbers would be predicted.
+
+    pytest-jetson calibrate --report        # in-sample and cross-validated error
     pytest-jetson calibrate --fit --write   # refit (developers; deterministic)
 """
 
-import json
-import math
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import constants as K
-from .arch import normalise_precision, rate
-from .hardware import resolve
-from .workload import Workload, load
+from .arch import rate
+from .core import Tables, evaluate
+from .costs import ARCHS, A, Costs, dla_costs, fallback_costs, gpu_costs
+from .engine import Engine, P, plan
+from .hardware import Hardware, cores_per_sm, resolve
+from .harness import get as get_harness
+from .plan import available_memory, harness_columns, idle_rule, memory, transitions
+from .sources import Case, cases, contrasts
+from .workload import KIND, load
 
-DATA = Path(__file__).resolve().parent / "data"
-
-#: published.json device_family -> profile id. The Orin Nano rows come from Super firmware
-#: (15W at 612 MHz, 25W at 918 MHz, MAXN_SUPER), whose modes the orin-nano-8gb-super profile holds.
-FAMILY = {"nano": "nano", "agx_xavier": "agx-xavier", "orin_nano": "orin-nano-8gb-super"}
-
-#: Model names as published -> zoo names.
-MODELS = {"mobilenetv2": "mobilenet_v2", "mobilenet_v2": "mobilenet_v2"}
-
-TIME_METRICS = ("throughput", "latency", "per_process_throughput")
+# ---------------------------------------------------------------------------------------------
+# Fitted parameters: (name, lower, upper, scope). Bounds are what the hardware allows.
 
 
-@dataclass
-class Case:
-    """One published figure the model can express."""
+@dataclass(frozen=True)
+class Param:
+    name: str
+    lo: float
+    hi: float
+    scope: str = "global"   # "global" or an architecture
+    why: str = ""
 
-    id: str
-    source: str
-    device: str
-    mode: str
-    model: str
-    precision: str
-    batch: int
-    processes: int
-    metric: str        # throughput | latency | power | per_process_throughput | roof_gemm | roof_peak | roof_dram
-    value: float       # SI units (items/s, s, W, FLOP/s, B/s)
-    unit: str
-    group: str         # time | power | roof | seeds
-    note: str = ""
-    accelerator: str = "gpu"
-    extra: Dict[str, Any] = field(default_factory=dict)
+
+TIME_PARAMS: Tuple[Param, ...] = (
+    Param("conv_k0", 4.0, 256.0, why="reduction length at half tile efficiency"),
+    Param("dw_eff", 0.05, 0.9, why="fraction of CUDA-core peak a depthwise convolution reaches"),
+    Param("kernel_cycles", 500.0, 10000.0, why="GPU cycles per kernel beyond its roofline time"),
+    Param("graph_kernel_frac", 0.1, 1.0, why="share of the per-kernel GPU cost left under a CUDA graph"),
+    Param("conv_eff", 0.4, 1.0, why="a windowed convolution's efficiency on tensor cores relative to a plain GEMM"),
+    Param("int8_factor", 0.5, 1.45, why="int8 tensor-core efficiency relative to fp16 (at most 1/tc_eff)"),
+    Param("launch_us", 1.0, 60.0, why="TensorRT's host enqueue per kernel on an A78AE core at 1.5 GHz"),
+    Param("sync_us", 5.0, 1000.0, why="one synchronous wait per inference (stream synchronize, wake-up)"),
+    Param("tc_eff", 0.3, 0.95, "volta", "fraction of tensor-core peak a large GEMM reaches on Volta"),
+    Param("cuda_eff", 0.3, 0.95, "maxwell", "fraction of CUDA-core peak a large GEMM reaches on Maxwell"),
+    Param("dla_eff", 0.05, 0.9, why="fraction of NVDLA's peak a convolution reaches"),
+    Param("contention", 0.01, 5.0, why="slow-down of a busy GPU per unit of a DLA neighbour's DRAM load"),
+)
+POWER_PARAMS: Tuple[Param, ...] = (
+    Param("mac_pj", 0.3, 10.0, why="GPU energy per fp16 multiply-accumulate at 1 V (pJ)"),
+    Param("gpu_byte_pj", 20.0, 600.0, why="GPU energy per DRAM byte it moves at 1 V (pJ)"),
+    Param("gpu_w", 0.05, 3.0, why="GPU clock-tree power per 128 CUDA cores per GHz at 1 V while busy"),
+    Param("gpu_leak_w", 0.01, 1.0, why="GPU leakage per 128 CUDA cores per V while it runs"),
+)
+NUISANCE = (0.05, 50.0)    # a source's fixed host time per inference, relative to its harness's default
+PRIOR_SIGMA = 10.0         # weak priors (in the logit of each parameter's range) keep the fit defined
+NUISANCE_SIGMA = 1.0       # ... and pull an ill-determined source term toward its harness's default
+ORIN_NANO_IDLE_W = 3.52    # published board idle (VD_E, Orin Nano 8GB devkit, VDD_IN)
+
+#: Constants that differ by architecture (the rest are shared by every board).
+ARCH_KEYS = ("tc_eff", "cuda_eff", "tf32_factor")
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluating many cases at once
 
 
 class _Gemm:
-    """A square GEMM as a one-kernel graph (the TensorRT peak-GEMM microbenchmark)."""
+    """A square GEMM as a one-kernel engine (the TensorRT peak-GEMM microbenchmark)."""
 
-    def __init__(self, n: int) -> None:
-        from types import SimpleNamespace
-
-        self.name = f"gemm{n}"
-        self.params = n * n
-        self.macs = n ** 3
-        self.batch = 1
-        self.input_shape = (1, 1)
-        self.output_shapes = [(1, 1)]
-        self.unknown_ops: List[str] = []
-        self._k = [SimpleNamespace(name="gemm", op_type="MatMul", kind="gemm", macs=n ** 3, flops=2 * n ** 3,
-                                   weight_elems=n * n, input_elems=n * n, output_elems=n * n,
-                                   out_channels=n, spatial=n, groups=1)]
-
-    def kernels(self):
-        return self._k
+    @staticmethod
+    def engine(n: int, precision: str) -> Engine:
+        one = np.ones(1)
+        return Engine(kind=np.array([KIND["gemm"]]), prec=np.array([P[precision]]), macs=one * n ** 3,
+                      flops=one * 2 * n ** 3, weight_bytes=one * 0.0, in_bytes=one * 2 * n * n * 2,
+                      out_bytes=one * n * n * 2, spatial=one * n, n_out=one * n, k_red=one * n, cin_g=one * n,
+                      groups=one, dla_ok=np.array([False]), source=np.array([0]), sfu=one * 0.0,
+                      simple=one * 0.0, reformats=0)
 
 
-def _mode_of(family: str, text: str) -> Optional[str]:
-    t = (text or "").strip()
-    if family in ("nano", "agx_xavier"):
-        if t.startswith("not stated"):
-            return "MAXN"
-        return None
-    for name in ("MAXN_SUPER", "25W", "15W"):
-        if t.startswith(name):
-            return name
-    return None
+@dataclass
+class _Prepared:
+    case: Case
+    hw: Hardware
+    precision: str
+    n_gpu: int
+    n_dla: int
+    engine: Optional[Engine]
+    io: Tuple[int, int]
+    n_tr: int
+    mem_frac: float
+    notes: List[str] = field(default_factory=list)
+    workload: Any = None
 
 
-def _si(value: float, unit: str) -> float:
-    u = unit.strip()
-    scale = {"FPS": 1.0, "qps": 1.0, "ms": 1e-3, "W": 1.0, "TFLOP/s": 1e12, "TOP/s": 1e12, "GB/s": 1e9}
-    return float(value) * scale[u]
+_PREP: Dict[str, _Prepared] = {}
+_ENGINES: Dict[Tuple[Any, ...], Engine] = {}
 
 
-def published_rows() -> List[Dict[str, Any]]:
-    return json.loads((DATA / "published.json").read_text(encoding="utf-8"))["results"]
+def _prepare(case: Case) -> _Prepared:
+    key = f"{case.id}:{case.source}"
+    if key in _PREP:
+        return _PREP[key]
+    from ..devices.device import Device, as_device
+    from ..devices.profile import PowerMode
+    from .plan import check_accelerator, resolve_precision
+
+    dev = as_device(case.device)
+    if isinstance(case.mode, PowerMode):
+        dev = Device(profile=dev.profile, power_mode=case.mode, simulated=True)
+        hw = resolve(dev)
+    else:
+        hw = resolve(dev, case.mode)
+    h = get_harness(case.harness)
+    notes: List[str] = []
+    # microbenchmarks name their precision exactly (their FP32 GEMM is not TF32)
+    strict = case.metric.startswith("roof")
+    prec = case.precision if strict else resolve_precision(hw, case.precision, dev.profile.precisions, notes, h)
+    w = None
+    if case.model.startswith("gemm:"):
+        n = int(case.model.split(":")[1])
+        engine = _Gemm.engine(n, prec)
+        io, n_tr, n_gpu, n_dla = (0, 0), 0, 1, 0
+    elif case.model == "-":
+        engine, io, n_tr, n_gpu, n_dla = None, (0, 0), 0, 0, 0
+    else:
+        w = load(case.model, case.resolution)
+        n_gpu, n_dla = check_accelerator(case.accelerator, hw, case.processes, prec)
+        ekey = (case.model, case.resolution, prec)
+        if ekey not in _ENGINES:
+            _ENGINES[ekey] = plan(w, prec)
+        engine = _ENGINES[ekey]
+        io, n_tr = (w.io_in, w.io_out), (transitions(w) if n_dla else 0)
+    mem_frac = 0.0
+    if w is not None:
+        c0 = dict(K.ARCH_DEFAULTS)
+        per = memory(w, engine, case.batch, c0)[0]
+        mem_frac = per * (n_gpu + n_dla) / available_memory(hw, c0)
+    prep = _Prepared(case=case, hw=hw, precision=prec, n_gpu=n_gpu, n_dla=n_dla, engine=engine, io=io,
+                     n_tr=n_tr, mem_frac=mem_frac, notes=notes, workload=w)
+    _PREP[key] = prep
+    return prep
 
 
-def _micro(row: Dict[str, Any], device: str, mode: str) -> Optional[Case]:
-    name = row["model"].split(":", 1)[1].strip()
-    base = dict(id=str(row["id"]), source=row["source_id"], device=device, mode=mode, batch=1, processes=1,
-                value=_si(row["value"], row["unit"]), unit=row["unit"])
-    if name.startswith("TensorRT GEMM N="):
-        n = int(name.split("=")[1].split()[0])
-        prec = normalise_precision(name.split()[3])
-        return Case(model=f"gemm:{n}", precision=prec, metric="roof_gemm", group="roof", **base)
-    if name == "board power during dense GEMM":
-        base["value"] = float(row["value"])
-        return Case(model="gemm:2048", precision="fp16", metric="power", group="power",
-                    note="continuous dense GEMM, fp16", **base)
-    if name.startswith("FP16 matrix"):
-        return Case(model="-", precision="fp16", metric="roof_peak", group="roof",
-                    note="Vulkan cooperative-matrix peak vs the spec tensor-core peak", **base)
-    if name.startswith("INT8 matrix"):
-        return Case(model="-", precision="int8", metric="roof_peak", group="roof",
-                    note="Vulkan cooperative-matrix peak vs the spec tensor-core peak", **base)
-    if name == "FP32 scalar FMA":
-        return Case(model="-", precision="fp32", metric="roof_peak", group="roof", extra={"unit": "cuda"},
-                    note="shader FMA peak vs the spec CUDA-core peak", **base)
-    if name == "DRAM read":
-        return Case(model="-", precision="fp32", metric="roof_dram", group="roof", **base)
-    return None
+class Batch:
+    """A set of cases evaluated together under one set of constants (vectorised)."""
 
+    def __init__(self, items: Sequence[Case]) -> None:
+        self.cases = list(items)
+        self.prep = [_prepare(c) for c in self.cases]
+        self.core_idx = [i for i, p in enumerate(self.prep) if p.engine is not None]
+        # distinct GPU tables: (engine, batch, sm, arch, tensor cores)
+        self.gpu_keys: List[Tuple[Any, ...]] = []
+        self.gpu_of: Dict[int, int] = {}
+        for i in self.core_idx:
+            p = self.prep[i]
+            if not p.n_gpu:
+                continue
+            key = (id(p.engine), p.case.batch, p.hw.sm_count, p.hw.arch, p.hw.has_tensor_cores)
+            if key not in self.gpu_keys:
+                self.gpu_keys.append(key)
+            self.gpu_of[i] = self.gpu_keys.index(key)
+        engines = {id(p.engine): p.engine for p in self.prep if p.engine is not None}
+        parts = [engines[k[0]] for k in self.gpu_keys]
+        self._sizes = np.array([e.n for e in parts], dtype=np.int64)
+        if parts:
+            fields = [f for f in Engine.__dataclass_fields__ if isinstance(getattr(parts[0], f), np.ndarray)]
+            self._stack = Engine(**{f: np.concatenate([getattr(e, f) for e in parts]) for f in fields},
+                                 reformats=0)
+            rep = np.repeat
+            self._k_arch = rep(np.array([A[k[3]] for k in self.gpu_keys]), self._sizes)
+            self._k_sm = rep(np.array([float(k[2]) for k in self.gpu_keys]), self._sizes)
+            self._k_tc = rep(np.array([bool(k[4]) for k in self.gpu_keys]), self._sizes)
+            self._k_batch = rep(np.array([float(k[1]) for k in self.gpu_keys]), self._sizes)
+        self._cost_key: Optional[Tuple[float, ...]] = None
+        self._tables: Optional[Tables] = None
+        self._dla_gid: Dict[int, Tuple[int, int]] = {}
 
-def cases() -> Tuple[List[Case], List[Tuple[Dict[str, Any], str]]]:
-    """(expressible cases, [(row, why not expressible)])."""
-    from ..models import zoo
+    # -- the per-kernel part (depends on the efficiency constants only) -----------------------
+    def _costs(self, c: Dict[str, Any], arch_c: Dict[str, Dict[str, float]]) -> Tables:
+        key = tuple(float(c[k]) for k in ("conv_k0", "dw_eff", "mem_eff", "dla_eff", "int8_factor",
+                                           "conv_eff")) + tuple(
+            float(arch_c[a][k]) for a in ARCHS for k in ARCH_KEYS)
+        if key == self._cost_key and self._tables is not None:
+            return self._tables
+        items: List[Costs] = []
+        if self.gpu_keys:
+            per_kernel = {k: np.array([arch_c[a][k] for a in ARCHS])[self._k_arch] for k in ARCH_KEYS}
+            cc = dict(c, **per_kernel)
+            full = gpu_costs(self._stack, self._k_arch, self._k_sm, self._k_tc, self._k_batch, cc)
+            ends = np.cumsum(self._sizes)
+            starts = ends - self._sizes
+            for s, e in zip(starts, ends):
+                items.append(Costs(a=full.a[s:e], b=full.b[s:e], bytes=full.bytes[s:e], n=int(e - s),
+                                   ops=full.ops[s:e]))
+        self._dla_gid = {}
+        for i in self.core_idx:
+            p = self.prep[i]
+            if not p.n_dla:
+                continue
+            ca = dict(c, **arch_c[p.hw.arch])
+            e16 = _ENGINES.setdefault((p.case.model, p.case.resolution, "fp16"), plan(p.workload, "fp16"))
+            items.append(dla_costs(p.engine, p.hw.arch, p.precision, p.case.batch, ca))
+            items.append(fallback_costs(e16, p.hw.arch, p.hw.sm_count, p.hw.has_tensor_cores, p.case.batch, ca))
+            self._dla_gid[i] = (len(items) - 2, len(items) - 1)
+        self._tables = Tables(items) if items else None
+        self._cost_key = key
+        return self._tables
 
-    out: List[Case] = []
-    skipped: List[Tuple[Dict[str, Any], str]] = []
-    names = set(zoo.names())
-    for row in published_rows():
-        fam = row.get("device_family")
-        device = FAMILY.get(fam)
-        mode = _mode_of(fam, row.get("power_mode") or "") if device else None
-        if not device:
-            skipped.append((row, f"no profile for device family {fam!r}"))
-            continue
-        if not mode:
-            skipped.append((row, f"power mode {row.get('power_mode')!r} (governor state) is not modelled"))
-            continue
-        if str(row["model"]).startswith("microbenchmark"):
-            case = _micro(row, device, mode)
-            if case is None:
-                skipped.append((row, "microbenchmark without a model counterpart"))
+    # -- everything else ----------------------------------------------------------------------
+    def evaluate(self, c: Dict[str, Any], arch_c: Dict[str, Dict[str, float]],
+                 host_scale: Dict[str, float]) -> np.ndarray:
+        """The model's value of every case (SI units), NaN where it has none."""
+        out = np.full(len(self.cases), np.nan)
+        for i, p in enumerate(self.prep):
+            if p.case.metric == "roof_peak":
+                unit = p.case.extra.get("unit", "tensor")
+                out[i] = 2.0 * rate(p.hw.arch, unit, p.case.precision) * p.hw.sm_count * p.hw.gpu_hz
+            elif p.case.metric == "roof_dram":
+                out[i] = p.hw.bw * c["mem_eff"]
+        if not self.core_idx:
+            return out
+        T = self._costs(c, arch_c)
+        rows = []
+        for i in self.core_idx:
+            p = self.prep[i]
+            hw = p.hw
+            h = get_harness(p.case.harness)
+            gid = self.gpu_of.get(i, 0)
+            dla, fb = self._dla_gid.get(i, (0, 0))
+            row = {"mem_frac": p.mem_frac, "gid_gpu": gid, "gid_dla": dla, "gid_fb": fb,
+                   "n_gpu": float(p.n_gpu), "n_dla": float(p.n_dla), "n_tr": float(p.n_tr),
+                   "f_max": hw.gpu_hz, "f_top": hw.top_hz, "bw": hw.bw, "cpu_clk": (hw.cpu_mhz or 1500.0) / c["cpu_ref_mhz"],
+                   "cores": float(hw.cpu_online), "budget": np.inf if hw.budget_w is None else float(hw.budget_w),
+                   "dla_hz": hw.dla_hz, "dla_cores": float(max(hw.dla_count, 1)), "sm": float(hw.sm_count),
+                   "cores_per_sm": float(cores_per_sm(hw.arch)), "idle": _idle(hw, c), "batch": float(p.case.batch)}
+            copy_bytes = float(p.case.batch * (p.io[0] + p.io[1]) * 4.0)
+            row.update(harness_columns(h, hw, c, copy_bytes, host_scale.get(p.case.source, 1.0)))
+            rows.append(row)
+        cfg = {k: np.array([r[k] for r in rows], dtype=np.int64 if k.startswith("gid") else float)
+               for k in rows[0]}
+        res = evaluate(T, cfg, c)
+        for j, i in enumerate(self.core_idx):
+            p = self.prep[i]
+            m = p.case.metric
+            if m == "roof_gemm":
+                out[i] = 2.0 * float(p.engine.macs[0]) / res["t_gpu"][j]
+            elif m == "per_process_throughput":
+                out[i] = res["throughput"][j] / p.case.processes
             else:
-                out.append(case)
-            continue
-        model = MODELS.get(str(row["model"]).lower(), str(row["model"]).lower())
-        if model not in names:
-            skipped.append((row, f"model {row['model']!r} is not in the zoo"))
-            continue
-        metric = {"throughput": "throughput", "latency": "latency", "power_VDD_IN_mean": "power"}.get(row["metric"])
-        if metric is None:
-            skipped.append((row, f"metric {row['metric']!r} is not predicted"))
-            continue
-        # The VD harness replays the engine as a CUDA graph with device-resident buffers: no per-kernel
-        # CPU launches and almost no host work per inference, unlike trtexec (the seeds' harness).
-        graphs = str(row.get("source_id", "")).startswith("VD")
-        out.append(Case(
-            extra={"graphs": graphs}, note="CUDA graphs harness" if graphs else "",
-            id=str(row["id"]), source=row["source_id"], device=device, mode=mode, model=model,
-            precision=normalise_precision(row["precision"]), batch=int(row["batch"] or 1),
-            processes=int(row.get("concurrency") or 1), metric=metric,
-            value=_si(row["value"], row["unit"]), unit=row["unit"],
-            group="power" if metric == "power" else "time",
-        ))
-    seeds = json.loads((DATA / "seeds.json").read_text(encoding="utf-8"))["targets"]
-    for s in seeds:
-        out.append(Case(
-            id=s["id"], source="SEEDS", device=s["device"], mode=s["power_mode"], model=s["model"],
-            precision=s["precision"], batch=int(s["batch"]), processes=int(s["processes"]),
-            metric=s["metric"], value=float(s["value"]), unit=s["unit"], group="seeds", note=s["text"],
-            accelerator=s.get("accelerator", "gpu"), extra={"graphs": s.get("harness") == "graphs"},
-        ))
-    return out, skipped
+                out[i] = res[m][j]
+        return out
+
+
+def _idle(hw: Hardware, c: Dict[str, Any]) -> float:
+    """Board idle power: published for the Orin Nano family, else the rule ``plan`` states."""
+    if hw.family == "orin-nano":
+        return ORIN_NANO_IDLE_W
+    return idle_rule(hw)
 
 
 # ---------------------------------------------------------------------------------------------
-# Evaluating a case under a set of constants
-
-_CACHE: Dict[Tuple[str, str], Any] = {}
+# A fit: constants (global and per architecture) plus each source's nuisance term
 
 
-def _hw(device: str, mode: str):
-    key = (device, mode)
-    if key not in _CACHE:
-        _CACHE[key] = resolve(device, mode)
-    return _CACHE[key]
+@dataclass
+class Fit:
+    c: Dict[str, float]
+    arch: Dict[str, Dict[str, float]]
+    host_scale: Dict[str, float]
+    notes: Dict[str, str] = field(default_factory=dict)
+    rows: Dict[str, int] = field(default_factory=dict)   # rows each fitted group saw
 
 
-def _workload(model: str) -> Workload:
-    key = ("model", model)
-    if key not in _CACHE:
-        _CACHE[key] = load(_Gemm(int(model.split(":")[1])) if model.startswith("gemm:") else model)
-    return _CACHE[key]
+def _start() -> Fit:
+    c = dict(K.ARCH_DEFAULTS)
+    arch = {a: {k: c[k] for k in ARCH_KEYS} for a in ARCHS}
+    return Fit(c=c, arch=arch, host_scale={})
 
 
-def constants_for(case: Case, overrides: Optional[Dict[str, float]] = None) -> Dict[str, float]:
-    hw = _hw(case.device, case.mode)
-    c = K.constants(hw.arch, hw.device_id, hw.family)
-    c["l2_bytes"] = hw.l2_bytes
-    if overrides:
-        c.update(overrides)
-    if case.extra.get("graphs"):
-        c = dict(c)
-        g = c.get("graphs_factor", 0.2)
-        c["host_us"] *= g
-        c["launch_us"] *= g
-        c["copy_gbs"] /= g
-    return c
+def _direct(fit: Fit, train: List[Case]) -> None:
+    """Constants read straight off microbenchmark rows: DRAM efficiency, then (given the fitted
+    reduction saturation) the tensor-core, TF32 and CUDA-core GEMM efficiencies on Ampere."""
+    dram = [c for c in train if c.metric == "roof_dram" and c.extra.get("kind") == "DRAM read"]
+    if dram:
+        hw = _prepare(dram[0]).hw
+        fit.c["mem_eff"] = min(0.98, dram[0].value / hw.bw)
+        fit.notes["mem_eff"] = (f"published row {dram[0].id}: GPU DRAM-read roof {dram[0].value / 1e9:.1f} GB/s "
+                                f"over the {hw.mode} mode's {hw.bw / 1e9:.1f} GB/s peak")
+    gemms = {c.precision: c for c in train if c.metric == "roof_gemm"}
+    if not gemms:
+        return
+    amp = fit.arch["ampere"]
+    for name, prec in (("tc_eff", "fp16"), ("tf32_factor", "tf32"), ("cuda_eff", "fp32")):
+        case = gemms.get(prec)
+        if case is None:
+            continue
+        probe = dict(fit.arch)
+        probe["ampere"] = dict(amp, **{name: 1.0})
+        b = Batch([case])
+        got = b.evaluate(fit.c, probe, {})[0]
+        amp[name] = float(case.value / got)
+        what = {"tc_eff": "tensor-core", "tf32_factor": "TF32 relative to fp16", "cuda_eff": "CUDA-core"}[name]
+        fit.notes[f"ampere.{name}"] = (f"published row {case.id}: TensorRT GEMM N=2048 {prec} "
+                                       f"{case.value / 1e12:.2f} TFLOP/s on the Orin Nano at 918 MHz: "
+                                       f"the {what} efficiency")
 
 
-def predicted(case: Case, overrides: Optional[Dict[str, float]] = None) -> float:
-    """The model's value for a case (SI units), under the stored constants plus ``overrides``."""
-    from .prediction import evaluate_one
+def _squash(z: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.exp(np.log(lo) + (np.log(hi) - np.log(lo)) / (1.0 + np.exp(-z)))
 
-    hw = _hw(case.device, case.mode)
-    c = constants_for(case, overrides)
-    if case.metric == "roof_peak":
-        unit = case.extra.get("unit", "tensor")
-        return 2.0 * rate(hw.arch, unit, case.precision) * hw.sm_count * hw.gpu_hz
-    if case.metric == "roof_dram":
-        return hw.bw * c["mem_eff"]
-    w = _workload(case.model)
-    n_dla = case.processes if case.accelerator == "dla" else 0
-    out = evaluate_one(hw, w, case.precision, case.batch, case.processes - n_dla, n_dla, c)
-    if case.metric == "roof_gemm":
-        return 2.0 * w.macs / out["t_gpu"]
-    if case.metric == "per_process_throughput":
-        return out["throughput"] / case.processes
-    return float(out[case.metric])
+
+def _unsquash(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    u = (np.log(np.clip(v, lo * 1.0001, hi * 0.9999)) - np.log(lo)) / (np.log(hi) - np.log(lo))
+    return np.log(u / (1.0 - u))
+
+
+def levenberg_marquardt(residuals, z0: np.ndarray, iterations: int = 60, tol: float = 1e-9,
+                        step: float = 1e-4) -> np.ndarray:
+    """Minimise sum(residuals(z)^2) (numpy only: scipy is not a dependency)."""
+    z = np.asarray(z0, float).copy()
+    r = residuals(z)
+    cost = float(r @ r)
+    lam = 1e-2
+    for _ in range(iterations):
+        J = np.empty((r.size, z.size))
+        for j in range(z.size):
+            dz = z.copy()
+            dz[j] += step
+            J[:, j] = (residuals(dz) - r) / step
+        g = J.T @ r
+        H = J.T @ J
+        improved = False
+        for _ in range(12):
+            try:
+                delta = np.linalg.solve(H + lam * np.diag(np.diag(H) + 1e-9), -g)
+            except np.linalg.LinAlgError:
+                lam *= 10
+                continue
+            r_new = residuals(z + delta)
+            c_new = float(r_new @ r_new)
+            if np.isfinite(c_new) and c_new < cost:
+                z, r = z + delta, r_new
+                improved = cost - c_new > tol * max(cost, 1.0)
+                cost = c_new
+                lam = max(lam / 3, 1e-7)
+                break
+            lam *= 5
+        if not improved:
+            break
+    return z
+
+
+def _fit_group(fit: Fit, rows: List[Case], params: Sequence[Param], nuisance: Sequence[str]) -> List[str]:
+    """Least squares on log error over ``rows`` for ``params`` (+ a host term per source in
+    ``nuisance``), with weak priors at the starting values. Returns what was fitted."""
+    batch = Batch(rows)
+    obs = np.array([c.value for c in rows])
+    lo = np.array([p.lo for p in params] + [NUISANCE[0]] * len(nuisance))
+    hi = np.array([p.hi for p in params] + [NUISANCE[1]] * len(nuisance))
+    start = [fit.c[p.name] if p.scope == "global" else fit.arch[p.scope][p.name] for p in params]
+    start += [fit.host_scale.get(s, 1.0) for s in nuisance]
+    z0 = _unsquash(np.array(start), lo, hi)
+    z_prior = _unsquash(np.array([K.ARCH_DEFAULTS[p.name] for p in params] + [1.0] * len(nuisance)), lo, hi)
+    sigma = np.array([PRIOR_SIGMA] * len(params) + [NUISANCE_SIGMA] * len(nuisance))
+
+    def apply(z: np.ndarray) -> None:
+        v = _squash(z, lo, hi)
+        for p, x in zip(params, v):
+            if p.scope == "global":
+                fit.c[p.name] = float(x)
+            else:
+                fit.arch[p.scope][p.name] = float(x)
+        for s, x in zip(nuisance, v[len(params):]):
+            fit.host_scale[s] = float(x)
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        apply(z)
+        pred = batch.evaluate(fit.c, fit.arch, fit.host_scale)
+        err = np.log(np.maximum(pred, 1e-30) / obs)
+        err = np.where(np.isfinite(err), err, 10.0)
+        return np.concatenate([err, (z - z_prior) / sigma])
+
+    # A source's host term acts only once its host work outgrows the GPU's: start each from the
+    # best of a grid (the least-squares surface is flat below that point).
+    apply(z0)
+    grid = np.exp(np.linspace(np.log(NUISANCE[0] * 1.01), np.log(NUISANCE[1] * 0.99), 25))
+    for s in nuisance:
+        mine = [i for i, c in enumerate(rows) if c.source == s]
+        sub = Batch([rows[i] for i in mine])
+        best, best_err = fit.host_scale.get(s, 1.0), np.inf
+        for g in grid:
+            pred = sub.evaluate(fit.c, fit.arch, dict(fit.host_scale, **{s: g}))
+            e = float(np.sum(np.log(pred / obs[mine]) ** 2))
+            if e < best_err:
+                best, best_err = g, e
+        fit.host_scale[s] = float(best)
+    z0 = _unsquash(np.array(start[:len(params)] + [fit.host_scale[s] for s in nuisance]), lo, hi)
+    z = levenberg_marquardt(residuals, z0)
+    apply(z)
+    return [p.name if p.scope == "global" else f"{p.scope}.{p.name}" for p in params] + list(nuisance)
+
+
+def contrast_values(f: Fit) -> List[Tuple[Dict[str, Any], float]]:
+    """The seeds' contrasts (Tayal: 1 GPU + 1 DLA instance against 2 GPU instances), predicted."""
+    out = []
+    for t in contrasts():
+        common = dict(source="TAYAL_CONTRAST", device=t["device"], mode=t["power_mode"], model=t["model"],
+                      precision=t["precision"], batch=int(t["batch"]), processes=2, metric="throughput",
+                      value=1.0, unit="img/s", group="contrast")
+        both = Case(id=t["id"] + "+dla", accelerator="gpu+dla", **common)
+        two = Case(id=t["id"] + "+gpu", accelerator="gpu", **common)
+        v = Batch([both, two]).evaluate(f.c, f.arch, {})
+        out.append((t, float(v[0] - v[1])))
+    return out
+
+
+def fit(train: Optional[List[Case]] = None) -> Fit:
+    """Fit the constants on ``train`` (default: every expressible case)."""
+    if train is None:
+        train = cases()[0]
+    f = _start()
+    _direct(f, train)
+    time_rows = [c for c in train if c.group == "time"]
+    # a group is fitted only on more rows than it has parameters
+    params = []
+    for p in TIME_PARAMS:
+        if p.scope == "global" and p.name not in ("dla_eff", "contention"):
+            params.append(p)
+        elif p.name == "dla_eff":
+            if sum(1 for c in time_rows if c.accelerator != "gpu") > 2:
+                params.append(p)
+        elif p.name == "contention":
+            if sum(1 for c in time_rows if c.accelerator == "gpu+dla") > 1:
+                params.append(p)
+        elif sum(1 for c in time_rows if _prepare(c).hw.arch == p.scope) > 1:
+            params.append(p)
+    by_source: Dict[str, int] = {}
+    for c in time_rows:
+        if not get_harness(c.harness).gpu_only:
+            by_source[c.source] = by_source.get(c.source, 0) + 1
+    nuisance = sorted(s for s, n in by_source.items() if n > 1)
+    for _ in range(2):  # the GEMM efficiencies depend on the fitted saturation, and back
+        fitted = _fit_group(f, time_rows, params, nuisance)
+        _direct(f, train)
+    f.rows["time"] = len(time_rows)
+    power_rows = [c for c in train if c.group == "power"]
+    if len(power_rows) > len(POWER_PARAMS):
+        fitted += _fit_group(f, power_rows, POWER_PARAMS, [])
+        f.rows["power"] = len(power_rows)
+    f.notes["fitted"] = ", ".join(fitted)
+    return f
 
 
 # ---------------------------------------------------------------------------------------------
-# Report
-
-def contrasts() -> List[Dict[str, Any]]:
-    return json.loads((DATA / "seeds.json").read_text(encoding="utf-8")).get("contrasts", [])
+# Report: in-sample and leave-one-source-out
 
 
-def contrast_value(t: Dict[str, Any], overrides: Optional[Dict[str, float]] = None) -> float:
-    """(1 GPU + 1 DLA instance) minus (2 GPU instances), items/s, as the Tayal contrast defines it."""
-    from .prediction import evaluate_one
-
-    hw = _hw(t["device"], t["power_mode"])
-    c = K.constants(hw.arch, hw.device_id, hw.family)
-    c["l2_bytes"] = hw.l2_bytes
-    if overrides:
-        c.update(overrides)
-    w = _workload(t["model"])
-    both = evaluate_one(hw, w, t["precision"], int(t["batch"]), 1, 1, c)["throughput"]
-    two = evaluate_one(hw, w, t["precision"], int(t["batch"]), 2, 0, c)["throughput"]
-    return float(both - two)
+def predict_cases(f: Fit, items: List[Case], held_out: Sequence[str] = ()) -> np.ndarray:
+    scale = {s: v for s, v in f.host_scale.items() if s not in held_out}
+    return Batch(items).evaluate(f.c, f.arch, scale)
 
 
-def report(overrides: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
-    """Every expressible row: predicted vs published and the error; MAPE per metric and group."""
-    cs, skipped = cases()
+def stored_fit() -> Fit:
+    """The constants the package ships (calibration.json) as a Fit."""
+    f = _start()
+    for a in ARCHS:
+        f.arch[a] = {k: K.constants(a)[k] for k in ARCH_KEYS}
+    f.c.update({k: v for k, v in K.constants("volta").items() if k not in ARCH_KEYS})
+    f.host_scale = {s: float(v) for s, v in K.validation().get("host_scale", {}).items()}
+    return f
+
+
+def cross_validate(items: Optional[List[Case]] = None) -> Dict[str, float]:
+    """Leave-one-source-out predictions: {case id: predicted value}."""
+    if items is None:
+        items = cases()[0]
+    out: Dict[str, float] = {}
+    sources = sorted({c.source for c in items if c.group in ("time", "power")})
+    for s in sources:
+        train = [c for c in items if c.source != s]
+        test = [c for c in items if c.source == s and c.group in ("time", "power")]
+        f = fit(train)
+        for c, v in zip(test, predict_cases(f, test, held_out=[s])):
+            out[c.id] = float(v)
+    return out
+
+
+def _metric_keys(c: Case) -> List[str]:
+    keys = [c.metric]
+    if c.group == "time":
+        keys.append("time (all)")
+    if c.group == "power":
+        keys.append("power (all)")
+    return keys
+
+
+def _mape(errors: Dict[str, List[float]]) -> Dict[str, Tuple[float, int]]:
+    return {k: (100.0 * float(np.mean(np.abs(v))), len(v)) for k, v in errors.items() if v}
+
+
+def report(f: Optional[Fit] = None, loso: Optional[Dict[str, float]] = None,
+           cross: bool = False) -> Dict[str, Any]:
+    """Every expressible row: published, in-sample and cross-validated predictions; MAPE tables
+    by metric, source and architecture.
+
+    In-sample predictions come from ``f`` (default: the shipped constants). Cross-validated ones
+    are ``loso``, else recomputed when ``cross`` (a fit per source), else the ones stored with the
+    shipped constants by the fit that produced them.
+    """
+    items, skipped = cases()
+    f = f or stored_fit()
+    pred = predict_cases(f, items)
+    if loso is None:
+        loso = cross_validate(items) if cross else {k: float(v) for k, v in
+                                                    K.validation().get("cross_validated", {}).items()}
     rows = []
-    for cse in cs:
-        pred = predicted(cse, overrides)
-        err = (pred - cse.value) / cse.value
-        rows.append({"case": cse, "predicted": pred, "error": err})
-    by_metric: Dict[str, List[float]] = {}
-    for r in rows:
-        cse = r["case"]
-        keys = [cse.metric]
-        if cse.group == "time" or (cse.group == "seeds" and cse.metric in TIME_METRICS):
-            keys.append("time (all)")
-        if cse.metric == "power":
-            keys.append("power (all)")
-        if cse.group == "seeds":
-            keys.append("seeds")
-        for k in keys:
-            by_metric.setdefault(k, []).append(abs(r["error"]))
-    mape = {k: 100.0 * float(np.mean(v)) for k, v in by_metric.items()}
-    counts = {k: len(v) for k, v in by_metric.items()}
-    extra = [{"target": t, "predicted": contrast_value(t, overrides)} for t in contrasts()]
-    return {"rows": rows, "mape": mape, "counts": counts, "skipped": skipped, "contrasts": extra}
+    tables: Dict[str, Dict[str, Dict[str, List[float]]]] = {"metric": {}, "source": {}, "arch": {}}
+    for c, p in zip(items, pred):
+        err = (p - c.value) / c.value
+        cv = None if loso is None or c.id not in loso else (loso[c.id] - c.value) / c.value
+        rows.append({"case": c, "predicted": float(p), "error": float(err),
+                     "loso": None if loso is None or c.id not in loso else loso[c.id], "loso_error": cv})
+        if c.group not in ("time", "power"):
+            continue
+        arch = _prepare(c).hw.arch
+        for table, keys in (("metric", _metric_keys(c)), ("source", [c.source]), ("arch", [f"{arch} {c.group}"])):
+            for k in keys:
+                entry = tables[table].setdefault(k, {"in": [], "cv": []})
+                entry["in"].append(err)
+                if cv is not None:
+                    entry["cv"].append(cv)
+    summary = {t: {k: {"in": _mape({"x": v["in"]}).get("x"), "cv": _mape({"x": v["cv"]}).get("x")}
+                   for k, v in sorted(d.items())} for t, d in tables.items()}
+    return {"rows": rows, "tables": summary, "skipped": skipped, "fit": f, "loso": loso}
 
 
 def _fmt(value: float, metric: str) -> str:
@@ -296,257 +564,108 @@ def _fmt(value: float, metric: str) -> str:
 
 
 def format_report(rep: Dict[str, Any], verbose: bool = True) -> str:
+    """The report at 100 columns: every row (verbose), the contrasts, the error tables, the sources."""
     lines = []
     if verbose:
-        head = f"{'id':>6} {'device':<20} {'mode':<10} {'model':<18} {'prec':<5} {'b':>3} {'n':>2} " \
-               f"{'metric':<22} {'published':>12} {'predicted':>12} {'error':>8}"
-        lines.append(head)
-        lines.append("-" * len(head))
+        head = (f"{'id':>7} {'source':<11} {'device':<19} {'model':<14} {'prec':<4} {'b':>3} {'published':>11} "
+                f"{'in-sample':>9} {'cross-val':>9}")
+        lines += [head, "-" * len(head)]
         for r in rep["rows"]:
             c = r["case"]
-            lines.append(f"{c.id:>6} {c.device:<20} {c.mode:<10} {c.model:<18} {c.precision:<5} {c.batch:>3} "
-                         f"{c.processes:>2} {c.metric:<22} {_fmt(c.value, c.metric):>12} "
-                         f"{_fmt(r['predicted'], c.metric):>12} {100 * r['error']:>+7.1f}%")
+            cv = "" if r["loso_error"] is None else f"{100 * r['loso_error']:+8.1f}%"
+            lines.append(f"{c.id:>7} {c.source:<11} {c.device:<19} {c.model[:14]:<14} {c.precision:<4} "
+                         f"{c.batch:>3} {_fmt(c.value, c.metric):>11} {100 * r['error']:>+8.1f}% {cv:>9}")
         lines.append("")
-    for x in rep.get("contrasts", []):
-        t = x["target"]
-        lines.append(f"contrast {t['id']} ({t['device']} {t['model']} {t['precision']} batch {t['batch']}): "
-                     f"{t['metric']}: published {t['value']:+.1f} {t['unit']}, predicted {x['predicted']:+.1f}")
+    for t, v in contrast_values(rep["fit"]):
+        lines.append(f"contrast {t['id']} ({t['device']} {t['model']} {t['precision']} b{t['batch']}): "
+                     f"1 GPU + 1 DLA instance minus 2 GPU ones:")
+        lines.append(f"  published {t['value']:+.1f} {t['unit']} (PyTorch on the GPU), predicted {v:+.1f} "
+                     "(TensorRT on both)")
     lines.append("")
-    lines.append("MAPE per metric (rows):")
-    for k in sorted(rep["mape"]):
-        lines.append(f"  {k:<24} {rep['mape'][k]:6.1f}%  ({rep['counts'][k]})")
-    lines.append(f"goals: time <= 15%, power <= 10%.  {len(rep['skipped'])} published rows not expressible "
-                 "(unmodelled governor state, models outside the zoo); --verbose lists them")
+    lines.append("Mean absolute percentage error, in-sample (the shipped constants, fitted on every source) and")
+    lines.append("cross-validated (each source predicted by a fit without it, its harness term at the default):")
+    for title, table in (("metric", "metric"), ("source", "source"), ("architecture", "arch")):
+        lines.append(f"  by {title}:")
+        for k, v in rep["tables"][table].items():
+            ins, cv = v["in"], v["cv"]
+            ins_text = f"{ins[0]:6.1f}%" if ins else "      -"
+            cv_text = f"{cv[0]:6.1f}%" if cv else "      -"
+            n = ins[1] if ins else 0
+            lines.append(f"    {k:<24} in-sample {ins_text}   cross-validated {cv_text}   {n:>3} rows")
+    lines.append("Goals, cross-validated: time <= 15%, power <= 10%.")
+    lines.append("")
+    lines.append("Sources and the harness each measured with:")
+    used = sorted({r["case"].source for r in rep["rows"]})
+    from .sources import SOURCES
+
+    for src in used:
+        spec = SOURCES.get(src)
+        if spec is not None:
+            lines.append(f"  {src:<11} {spec.harness:<11} {spec.why}"[:100])
+    lines.append(f"  {'CHAKRABORTY':<11} {'trtexec':<11} the seeds' concurrency study (SEEDS.md section 1)")
+    lines.append(f"  {'MLP30_CFG':<11} {'graphs':<11} MLPerf v3.0's Orin config (expected queries per second)")
+    lines.append(f"{len(rep['skipped'])} published rows are not expressible; --verbose lists them with the reason.")
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
-# Fitting (developers run this once; the result is committed in calibration.json)
+# Writing calibration.json
 
-def nelder_mead(fun: Callable[[np.ndarray], float], x0: np.ndarray, step: float = 0.3,
-                iterations: int = 600, tol: float = 1e-7) -> np.ndarray:
-    """A plain Nelder-Mead minimiser (numpy only: scipy is not a dependency)."""
-    n = x0.size
-    pts = [x0.astype(float)]
-    for i in range(n):
-        p = x0.astype(float).copy()
-        p[i] += step
-        pts.append(p)
-    vals = [fun(p) for p in pts]
-    for _ in range(iterations):
-        order = np.argsort(vals)
-        pts = [pts[i] for i in order]
-        vals = [vals[i] for i in order]
-        if abs(vals[-1] - vals[0]) < tol:
-            break
-        centroid = np.mean(pts[:-1], axis=0)
-        xr = centroid + (centroid - pts[-1])
-        fr = fun(xr)
-        if fr < vals[0]:
-            xe = centroid + 2.0 * (centroid - pts[-1])
-            fe = fun(xe)
-            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < vals[-2]:
-            pts[-1], vals[-1] = xr, fr
+
+def to_json(f: Fit, rep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    fitted = set(f.notes.get("fitted", "").split(", "))
+    data: Dict[str, Any] = {"schema": K.SCHEMA, "global": {}, "arch": {}, "families": {}, "devices": {}}
+    for p in TIME_PARAMS + POWER_PARAMS:
+        key = p.name if p.scope == "global" else f"{p.scope}.{p.name}"
+        value = f.c[p.name] if p.scope == "global" else f.arch[p.scope][p.name]
+        group = "power" if p in POWER_PARAMS else "time"
+        how = (f"fitted: {p.why}; {f.rows.get(group, 0)} {group} rows, least squares on log error within "
+               f"[{p.lo:g}, {p.hi:g}]") if key in fitted else f"starting value ({p.why}): too few rows to fit"
+        entry = {"value": float(f"{value:.4g}"), "fitted_to": how}
+        if p.scope == "global":
+            data["global"][p.name] = entry
         else:
-            xc = centroid + 0.5 * (pts[-1] - centroid)
-            fc = fun(xc)
-            if fc < vals[-1]:
-                pts[-1], vals[-1] = xc, fc
-            else:
-                for i in range(1, len(pts)):
-                    pts[i] = pts[0] + 0.5 * (pts[i] - pts[0])
-                    vals[i] = fun(pts[i])
-    return pts[int(np.argmin(vals))]
+            data["arch"].setdefault(p.scope, {})[p.name] = entry
+    if "mem_eff" in f.notes:
+        data["global"]["mem_eff"] = {"value": float(f"{f.c['mem_eff']:.4g}"), "fitted_to": f.notes["mem_eff"]}
+    for name in ("tc_eff", "tf32_factor", "cuda_eff"):
+        note = f.notes.get(f"ampere.{name}")
+        if note:
+            data["arch"].setdefault("ampere", {})[name] = {"value": float(f"{f.arch['ampere'][name]:.4g}"),
+                                                           "fitted_to": note}
+    # boards no published row covers take their nearest relative's values
+    for arch, donor, names in (("pascal", "maxwell", ("cuda_eff",)),
+                               ("blackwell", "ampere", ("tc_eff", "tf32_factor", "cuda_eff"))):
+        for name in names:
+            data["arch"].setdefault(arch, {})[name] = {
+                "value": float(f"{f.arch[donor][name]:.4g}"),
+                "fitted_to": f"inherited from {donor}: no published {arch} row"}
+    data["families"]["orin-nano"] = {"idle_w": {
+        "value": ORIN_NANO_IDLE_W, "fitted_to": "published rows 200-210 note: idle baseline 3.52 W board "
+                                                "(VD_E, Orin Nano 8GB devkit VDD_IN); used for the whole Orin Nano family"}}
+    data["validation"] = {"host_scale": {s: float(f"{v:.4g}") for s, v in sorted(f.host_scale.items())}}
+    if rep is not None:
+        data["validation"]["cross_validated"] = {k: float(f"{v:.6g}") for k, v in rep["loso"].items()}
+        data["validation"]["mape"] = {t: {k: {"in_sample": None if v["in"] is None else round(v["in"][0], 2),
+                                              "cross_validated": None if v["cv"] is None else round(v["cv"][0], 2),
+                                              "rows": 0 if v["in"] is None else v["in"][1]}
+                                          for k, v in d.items()} for t, d in rep["tables"].items()}
+    return data
 
 
-#: (parameter, lower, upper) fitted per architecture. Positive quantities are fitted in log space.
-TIME_PARAMS: Dict[str, Sequence[Tuple[str, float, float]]] = {
-    "ampere": (("dw_eff", 0.05, 0.9), ("l2_reuse", 0.01, 0.95),
-               ("kernel_cycles", 500, 40000), ("launch_us", 1, 40), ("host_us", 20, 2000),
-               ("copy_gbs", 0.3, 20), ("switch_frac", 0.01, 0.2), ("graphs_factor", 0.02, 1.0),
-               ("dla_eff", 0.05, 0.9)),
-    "volta": (("tc_eff", 0.1, 0.95), ("dw_eff", 0.05, 0.9), ("kernel_cycles", 500, 40000),
-              ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95), ("l2_reuse", 0.01, 0.95)),
-    # No depthwise network among the Nano rows: dw_eff keeps its default there.
-    "maxwell": (("cuda_eff", 0.2, 0.95), ("kernel_cycles", 500, 40000),
-                ("launch_us", 1, 60), ("host_us", 20, 3000), ("mem_eff", 0.3, 0.95), ("l2_reuse", 0.01, 0.95)),
-}
-POWER_PARAMS: Sequence[Tuple[str, float, float]] = (
-    ("gpu_w", 0.1, 5.0), ("gpu_base_frac", 0.1, 0.95), ("mem_w_per_gbs", 0.03, 0.3), ("cpu_w", 0.3, 3.0),
-    ("v0", 0.4, 0.8), ("v1", 0.05, 0.6), ("emc_w", 0.01, 4.0))
+def write(data: Dict[str, Any], path=None) -> None:
+    import json
 
-ARCH_OF = {"nano": "maxwell", "agx-xavier": "volta", "orin-nano-8gb-super": "ampere", "orin-nano-8gb": "ampere",
-           "agx-orin-64gb": "ampere"}
+    from ..fileio import write_atomic
 
-
-def _objective(cs: List[Case], names: Sequence[str], lows, highs, fixed: Dict[str, float]):
-    def fun(z: np.ndarray) -> float:
-        vals = np.exp(np.clip(z, np.log(lows), np.log(highs)))
-        over = dict(fixed)
-        over.update(dict(zip(names, vals)))
-        total = 0.0
-        for cse in cs:
-            try:
-                pred = predicted(cse, over)
-            except Exception:  # a parameter set the model cannot evaluate: a bad point
-                return 1e9
-            if not (pred > 0 and math.isfinite(pred)):
-                return 1e9
-            # The seeds' figures are the ones the project promises to reproduce: weigh them double.
-            total += (2.0 if cse.group == "seeds" else 1.0) * math.log(pred / cse.value) ** 2
-        penalty = float(np.sum((z - np.clip(z, np.log(lows), np.log(highs))) ** 2))
-        return total / max(len(cs), 1) + penalty
-    return fun
-
-
-def _gemm_efficiencies(gemms: List[Case]) -> Dict[str, Tuple[float, str]]:
-    """tc_eff (fp16 GEMM), tf32_factor (tf32 over fp16) and cuda_eff (fp32 GEMM) from TensorRT GEMM roofs."""
-    eff: Dict[str, Tuple[float, str]] = {}
-    by_prec = {}
-    for c in gemms:
-        hw = _hw(c.device, c.mode)
-        unit = "tensor" if c.precision in ("fp16", "tf32", "int8", "bf16") else "cuda"
-        peak = 2.0 * rate(hw.arch, unit, c.precision) * hw.sm_count * hw.gpu_hz
-        by_prec[c.precision] = (c.value / peak, c)
-    src = "TensorRT GEMM N=2048 on Orin Nano 25W pinned 918 MHz (VD_G)"
-    if "fp16" in by_prec:
-        v, c = by_prec["fp16"]
-        eff["tc_eff"] = (v, f"published row {c.id}: {src} fp16 {c.value / 1e12:.2f} TFLOP/s over the tensor-core peak")
-    if "tf32" in by_prec and "fp16" in by_prec:
-        v, c = by_prec["tf32"]
-        eff["tf32_factor"] = (v / by_prec["fp16"][0], f"published row {c.id}: {src} tf32 efficiency over fp16's")
-    if "fp32" in by_prec:
-        v, c = by_prec["fp32"]
-        eff["cuda_eff"] = (v, f"published row {c.id}: {src} fp32 {c.value / 1e12:.2f} TFLOP/s over the CUDA-core peak")
-    return eff
-
-
-def fit(verbose: bool = False) -> Dict[str, Dict[str, Dict[str, Any]]]:
-    """Fit time constants per architecture, then Ampere power constants; returns calibration data."""
-    cs, _ = cases()
-    result: Dict[str, Dict[str, Dict[str, Any]]] = {"arch": {}, "families": {}, "devices": {}}
-    fitted: Dict[str, Dict[str, float]] = {}
-
-    # Directly measured: DRAM efficiency (Orin Nano DRAM-read roof over the mode's peak bandwidth).
-    dram = [c for c in cs if c.metric == "roof_dram"]
-    mem_eff = None
-    if dram:
-        hw = _hw(dram[0].device, dram[0].mode)
-        mem_eff = min(0.98, dram[0].value / hw.bw)
-        result["arch"].setdefault("ampere", {})["mem_eff"] = {
-            "value": round(mem_eff, 4),
-            "fitted_to": f"published row {dram[0].id} (IGPU DRAM-read roof {dram[0].value / 1e9:.1f} GB/s "
-                         f"over the 15W mode's {hw.bw / 1e9:.1f} GB/s peak); other architectures inherit it"}
-        for arch in ("volta", "maxwell", "pascal", "blackwell"):
-            result["arch"].setdefault(arch, {})["mem_eff"] = {
-                "value": round(mem_eff, 4), "fitted_to": f"inherited from ampere (row {dram[0].id}): no DRAM "
-                                                         "roof published for this architecture"}
-
-    # Directly measured: how much of the peak a large TensorRT GEMM reaches, per unit and precision.
-    direct = _gemm_efficiencies([c for c in cs if c.metric == "roof_gemm"])
-    for n, (v, note) in direct.items():
-        result["arch"].setdefault("ampere", {})[n] = {"value": float(f"{v:.4g}"), "fitted_to": note}
-
-    for arch, params in TIME_PARAMS.items():
-        sel = [c for c in cs if ARCH_OF.get(c.device) == arch and c.group in ("time", "seeds", "roof")
-               and c.metric not in ("roof_peak", "roof_dram")]
-        if arch == "ampere":
-            sel = [c for c in sel if c.metric != "roof_gemm"]
-        if not sel:
-            continue
-        names = [p[0] for p in params]
-        lows = np.array([max(p[1], 1e-6) for p in params])
-        highs = np.array([p[2] for p in params])
-        fixed = {"mem_eff": mem_eff} if mem_eff and "mem_eff" not in names else {}
-        if arch == "ampere":
-            fixed.update({n: v for n, (v, _) in direct.items()})
-        c0 = dict(K.ARCH_DEFAULTS)  # start from the code defaults: a refit reproduces the file
-        x0 = np.log(np.clip([max(c0[n], 1e-3) for n in names], lows, highs))
-        fun = _objective(sel, names, lows, highs, fixed)
-        z = x0
-        for _ in range(3):  # restarts shake Nelder-Mead out of a collapsed simplex
-            z = nelder_mead(fun, z, step=0.4, iterations=500)
-        vals = np.exp(np.clip(z, np.log(lows), np.log(highs)))
-        fitted[arch] = dict(zip(names, vals))
-        rows = ", ".join(sorted({f"{c.source}" for c in sel}))
-        ids = ",".join(c.id for c in sel)
-        for n, v in fitted[arch].items():
-            result["arch"].setdefault(arch, {})[n] = {
-                "value": float(f"{v:.4g}"),
-                "fitted_to": f"{len(sel)} {arch} rows ({rows}; ids {ids}), least squares on log error"}
-        if verbose:
-            print(arch, fitted[arch], "rms log error", math.sqrt(fun(z)))
-
-    # DLA/GPU contention: the one published contrast (Tayal), 1-D search on the coupling constant.
-    for t in contrasts():
-        base = dict(fitted.get("ampere", {}))
-        base.update({n: v for n, (v, _) in direct.items()})
-        if mem_eff:
-            base["mem_eff"] = mem_eff
-        grid = np.linspace(0.0, 5.0, 101)
-        errs = [abs(contrast_value(t, dict(base, contention=g)) - t["value"]) for g in grid]
-        best = round(float(grid[int(np.argmin(errs))]), 3)
-        fitted.setdefault("ampere", {})["contention"] = best
-        result["arch"].setdefault("ampere", {})["contention"] = {
-            "value": best, "fitted_to": f"seeds contrast {t['id']}: {t['text'][:120]}"}
-        if verbose:
-            print("contention", best, "error", min(errs))
-
-    # Pascal (TX2) has no published rows: Maxwell's software stack and SM design are its nearest.
-    for n, v in fitted.get("maxwell", {}).items():
-        result["arch"].setdefault("pascal", {})[n] = {
-            "value": float(f"{v:.4g}"), "fitted_to": "inherited from maxwell: no published TX2 row"}
-    for n, v in list(fitted.get("ampere", {}).items()) + [(n, v) for n, (v, _) in direct.items()]:
-        result["arch"].setdefault("blackwell", {})[n] = {
-            "value": float(f"{v:.4g}"), "fitted_to": "inherited from ampere: no published Thor row"}
-
-    # Idle power: the published board idle baseline of the Orin Nano devkit (Super firmware).
-    result["families"]["orin-nano"] = {"idle_w": {
-        "value": 3.52, "fitted_to": "published rows 200-210 note: idle baseline 3.52 W board (VD_E, Orin Nano "
-                                    "8GB devkit VDD_IN); used for the whole Orin Nano family"}}
-
-    pw = [c for c in cs if c.metric == "power"]
-    if pw:
-        names = [p[0] for p in POWER_PARAMS]
-        lows = np.array([p[1] for p in POWER_PARAMS])
-        highs = np.array([p[2] for p in POWER_PARAMS])
-        fixed = dict(fitted.get("ampere", {}))
-        fixed.update({n: v for n, (v, _) in direct.items()})
-        fixed["idle_w"] = 3.52
-        if mem_eff:
-            fixed["mem_eff"] = mem_eff
-        c0 = dict(K.ARCH_DEFAULTS)
-        x0 = np.log(np.clip([c0[n] for n in names], lows, highs))
-        fun = _objective(pw, names, lows, highs, fixed)
-        z = x0
-        for _ in range(3):
-            z = nelder_mead(fun, z, step=0.4, iterations=500)
-        vals = dict(zip(names, np.exp(np.clip(z, np.log(lows), np.log(highs)))))
-        ids = ",".join(c.id for c in pw)
-        for n, v in vals.items():
-            for arch in ("ampere", "volta", "maxwell", "pascal", "blackwell"):
-                note = (f"{len(pw)} Orin Nano board-power rows (VD_E, VD_G; ids {ids}), least squares on log error"
-                        if arch == "ampere" else
-                        "inherited from ampere: no published power row for this architecture")
-                result["arch"].setdefault(arch, {})[n] = {"value": float(f"{v:.4g}"), "fitted_to": note}
-        if verbose:
-            print("power", vals, "rms log error", math.sqrt(fun(z)))
-    return result
-
-
-def write(data: Dict[str, Any], path: Path = K.CALIBRATION_PATH) -> None:
-    body = {
-        "schema": 1,
-        "about": ("Fitted constants of the simulated Jetson (pytest_jetson/sim). Per architecture, family "
-                  "or device, never per model; each with what it was fitted to. Regenerate with "
-                  "`pytest-jetson calibrate --fit --write`; check with "
-                  "`pytest-jetson calibrate --report`. Constants not listed keep the defaults in "
-                  "pytest_jetson/sim/constants.py."),
-    }
+    path = path or K.CALIBRATION_PATH
+    body = {"schema": K.SCHEMA,
+            "about": ("Fitted constants of the simulated Jetson (pytest_jetson/sim): shared, or per architecture, "
+                      "family or device, never per model; each with what it was fitted to. 'validation' holds each "
+                      "published source's fitted harness term (used only to report in-sample error) and the "
+                      "in-sample and leave-one-source-out errors of this fit. Regenerate with "
+                      "`pytest-jetson calibrate --fit --write`.")}
     body.update(data)
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(json.dumps(body, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, (json.dumps(body, indent=1) + "\n").encode("utf-8"))
     K.reload()
+    _PREP.clear()

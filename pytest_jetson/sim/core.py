@@ -1,22 +1,30 @@
-"""The model's arithmetic, vectorised over configurations: one code path for predict and sweep.
+"""The model's arithmetic, vectorised over configurations: one code path for predict, sweep and the
+calibration.
 
-Per kernel the roofline time is max(A/f, B/bw) (A math cycles, B bytes, f the clock, bw the DRAM
-bandwidth). Summed over a network that is (1/bw) * g(f/bw) with g piecewise in f/bw, so each
+Per kernel the roofline time is max(A/f, B/bw) (A arithmetic cycles, B bytes, f the clock, bw the
+DRAM bandwidth). Summed over a network that is (1/bw) * g(f/bw) with g piecewise in f/bw, so each
 (precision, batch) engine is stored once as its kernels' breakpoints sorted, with prefix sums:
 evaluating any clock and bandwidth is one binary search, whatever the number of kernels. That is
 what lets DVFS be solved by bisection over hundreds of thousands of configurations at once.
+
+Around the GPU time, the harness (``harness.py``) decides what an inference costs: copies, the
+host's enqueue work and whether it overlaps the GPU, a synchronous wait. Concurrent processes
+time-slice the GPU (Jetson has no MPS) and share the CPU cores.
 """
 
 from typing import Dict, List
 
 import numpy as np
 
-from .workload import Costs
+from .costs import Costs
 
 _SPAN = 80.0          # log(a/b) is clipped to +-_SPAN ...
 _OFFSET = 4 * _SPAN   # ... so that each table's keys occupy their own band of one sorted array
 
 BOUNDS = ("compute", "memory", "launch", "contention")
+#: How sharply the time of N processes bends from the CPU bound to the GPU bound: a p-norm, so
+#: that near the crossover both resources show (queueing at the one not saturated).
+_BEND = 4.0
 
 
 class Tables:
@@ -25,7 +33,7 @@ class Tables:
     def __init__(self, items: List[Costs]) -> None:
         keys, pa, pb = [], [], []
         kstart, pstart = [], []
-        tot_a, tot_bytes, n = [], [], []
+        tot_a, tot_bytes, tot_ops, n = [], [], [], []
         nk = npf = 0
         for g, c in enumerate(items):
             a = np.asarray(c.a, float)
@@ -41,15 +49,17 @@ class Tables:
             npf += a.size + 1
             tot_a.append(float(a.sum()))
             tot_bytes.append(float(np.sum(c.bytes)))
+            tot_ops.append(float(np.sum(c.ops)))
             n.append(c.n)
         self.keys = np.concatenate(keys) if keys else np.zeros(0)
         self.pa = np.concatenate(pa) if pa else np.zeros(1)
         self.pb = np.concatenate(pb) if pb else np.zeros(1)
         self.kstart = np.array(kstart, dtype=np.int64)
         self.pstart = np.array(pstart, dtype=np.int64)
-        self.size = np.array([c.n for c in items], dtype=np.int64)
+        self.size = np.array([np.asarray(c.a).size for c in items], dtype=np.int64)
         self.tot_a = np.array(tot_a)
         self.tot_bytes = np.array(tot_bytes)
+        self.tot_ops = np.array(tot_ops)
         self.n = np.array(n, dtype=float)
 
     def eval(self, gid: np.ndarray, f: np.ndarray, bw: np.ndarray):
@@ -76,8 +86,11 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     has_g = n_g > 0
     has_d = n_d > 0
     kc = c["kernel_cycles"]
-    launch = c["launch_us"] * 1e-6 * cfg["cpu_scale"]
-    t_host = (c["host_us"] * 1e-6 + cfg["io_bytes"] / (c["copy_gbs"] * 1e9)) * cfg["cpu_scale"]
+    launch = cfg["h_launch"]
+    t_host = cfg["h_host"]
+    t_copy = cfg["h_copy"]
+    sync = cfg["h_sync"] > 0
+    gpu_only = cfg["h_gpu_only"] > 0
     cores = np.maximum(1.0, cfg["cores"] * c["core_share"])
     # Time-slice switching grows with the number of contexts; near full memory, page-cache eviction and
     # allocator pressure slow every process further (seeds section 1: "memory pressure").
@@ -87,9 +100,9 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     # DLA instances: their own engine on a DLA core plus GPU fallback segments.
     gd, gf = cfg["gid_dla"], cfg["gid_fb"]
     zero = np.zeros_like(f)
+    gd0 = np.where(has_d, gd, 0)
+    gf0 = np.where(has_d, gf, 0)
     if np.any(has_d):
-        gd0 = np.where(has_d, gd, 0)
-        gf0 = np.where(has_d, gf, 0)
         dm, db = T.eval(gd0, np.maximum(cfg["dla_hz"], 1.0), bw)
         t_dla = np.where(has_d, dm + db + T.n[gd0] * kc / np.maximum(cfg["dla_hz"], 1.0), 0.0)
         fm, fb = T.eval(gf0, f, bw)
@@ -97,7 +110,7 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
         n_tr = cfg["n_tr"]
         t_launch_d = (T.n[gf0] + n_tr) * launch
         t1d = np.where(has_d, t_dla + np.maximum(t_fb, t_launch_d) + n_tr * c["dla_transition_us"] * 1e-6
-                       + t_host, 0.0)
+                       + t_host + t_copy, 0.0)
         bytes_d = np.where(has_d, T.tot_bytes[gd0] + T.tot_bytes[gf0], 0.0)
         phi = np.minimum(0.8, _safe_div(n_d * bytes_d, t1d) / (bw * c["mem_eff"]))
         u_fb = np.minimum(0.8, _safe_div(n_d * t_fb, t1d))
@@ -108,18 +121,26 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     gg0 = np.where(has_g, cfg["gid_gpu"], 0)
     tm, tb = T.eval(gg0, f, bw)
     k_g = T.n[gg0]
-    t_fixed = k_g * kc / f
+    # a CUDA graph's kernels follow each other with shorter gaps than stream launches
+    t_fixed = k_g * kc / f * np.where(cfg["h_graphs"] > 0, c["graph_kernel_frac"], 1.0)
     tm = tm * (1.0 + c["contention"] * phi)
     tb = tb / (1.0 - phi)
     t_gpu = tm + tb + t_fixed
     t_launch = k_g * launch
-    t1 = np.maximum(t_gpu, t_launch) + t_host
-    t_cpu = t_launch + t_host
+    t_cpu = np.where(gpu_only, 0.0, t_launch + t_host)
+    # One inference alone: a synchronous harness waits for the GPU before it enqueues the next
+    # (enqueue overlaps the GPU's own work, the rest is serial); a pipelined one (trtexec: copies on
+    # their own streams, two iterations in flight) runs at the pace of the slowest of GPU, copy
+    # engine and host; trtexec's GPU compute time is the kernels alone.
+    t1 = np.where(gpu_only, t_gpu, np.where(sync, t_copy + np.maximum(t_gpu, t_launch) + t_host,
+                                            np.maximum(np.maximum(t_gpu, t_copy), t_cpu)))
+    lat1 = np.where(gpu_only, t_gpu, np.where(sync, t1, t_copy + t_gpu))
     cap = 1.0 - u_fb * (1.0 + c["contention"])
     solo = t1 * sw
-    gpu_sat = n_g * t_gpu * sw / cap
+    gpu_sat = n_g * np.where(sync, t_gpu + t_copy, np.maximum(t_gpu, t_copy)) * sw / cap
     cpu_sat = (n_g * t_cpu + n_d * (t_launch_d + t_host)) / cores
-    T_g = np.maximum(np.maximum(solo, gpu_sat), cpu_sat)
+    shared = (gpu_sat ** _BEND + cpu_sat ** _BEND) ** (1.0 / _BEND)
+    T_g = np.where(n_all > 1, np.maximum(solo, shared), solo)
     T_g = np.where(has_g, T_g, 0.0)
 
     if np.any(has_d):
@@ -136,37 +157,48 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     thr_g = _safe_div(n_g * batch, T_g)
     thr_d = _safe_div(n_d * batch, T_d)
     thr = thr_g + thr_d
-    latency = (n_g * T_g + n_d * T_d) / n_all
-    alone = (n_g * t1 + n_d * t1d) / n_all
-    gpu_busy = np.minimum(1.0, _safe_div(n_g * t_gpu, T_g) + _safe_div(n_d * t_fb, T_d))
+    # latency: the harness's own latency of one inference plus the wait for other processes' slices
+    lat_g = T_g - t1 + lat1
+    latency = (n_g * lat_g + n_d * T_d) / n_all
+    alone = (n_g * lat1 + n_d * t1d) / n_all
+    gpu_busy = np.minimum(1.0, _safe_div(n_g * (t_gpu + t_copy), T_g) + _safe_div(n_d * t_fb, T_d))
+    # a copy reads and writes every byte
     bytes_rate = (_safe_div(n_g * T.tot_bytes[gg0], T_g) * has_g + _safe_div(n_d * bytes_d, T_d)
-                  + thr / batch * cfg["io_bytes"])
+                  + thr / batch * cfg["copy_bytes"] * 2.0)
     emc_util = np.minimum(1.0, bytes_rate / bw)
 
-    # Power: idle + CPU (a spinning thread per process) + GPU f*V^2*activity + DRAM + DLA.
+    # Power, as an energy roofline (Pagoda, arXiv 2509.20189) at the mode's voltage: each
+    # multiply-accumulate and each byte the GPU moves costs switching energy that scales with V^2
+    # (int8 less per MAC than fp16, fp16 less than TF32), the GPU's clock tree costs power while it
+    # is busy, its leakage while it runs; DRAM energy per byte plus the memory controller awake at
+    # the mode's EMC clock; the host's busy cores; the DLA; the board's idle floor.
     f_ghz = f / 1e9
-    # The GPU rail's voltage rises with clock up to its ceiling (no extrapolation past it).
-    volt = np.minimum(c["v0"] + c["v1"] * f_ghz, c["v_max"])
-    math_frac = np.minimum(1.0, _safe_div(T.tot_a[gg0] / f, t_gpu))
-    activity = gpu_busy * (c["gpu_base_frac"] + (1.0 - c["gpu_base_frac"]) * math_frac)
-    # gpu_w is per 128 CUDA cores (an Ampere SM): switching power follows the cores that switch.
-    p_gpu = c["gpu_w"] * cfg["sm"] * cfg["cores_per_sm"] / 128.0 * f_ghz * volt * volt * activity
-    # DRAM: energy per byte moved, plus the memory controller and interface running at the mode's
-    # EMC clock while inference keeps it awake (proportional to the mode's peak bandwidth).
+    # The GPU rail's voltage rises with clock along the board's DVFS table, reaching its ceiling at
+    # the board's highest clock (no extrapolation past it).
+    volt = c["v0"] + (c["v_max"] - c["v0"]) * np.minimum(f / cfg["f_top"], 1.0)
+    units = cfg["sm"] * cfg["cores_per_sm"] / 128.0  # per 128 CUDA cores (an Ampere SM)
+    ops_rate = _safe_div(n_g * T.tot_ops[gg0], T_g) * has_g + _safe_div(n_d * T.tot_ops[gf0] * has_d, T_d)
+    gpu_bytes = bytes_rate - thr / batch * cfg["copy_bytes"] * 2.0
+    p_gpu = (volt * volt * (c["mac_pj"] * 1e-12 * ops_rate + c["gpu_byte_pj"] * 1e-12 * gpu_bytes
+                            + units * c["gpu_w"] * f_ghz * gpu_busy)
+             + units * c["gpu_leak_w"] * volt * (n_g + n_d * (T.n[gf0] > 0) > 0))
     p_mem = c["mem_w_per_gbs"] * bytes_rate / 1e9 + c["emc_w"] * bw / 1e11
-    p_cpu = c["cpu_w"] * np.minimum(cfg["cores"], n_all) / cfg["cpu_scale"]
+    # the host threads' busy cores (a thread blocks while it waits for the GPU)
+    cpu_busy = np.minimum(np.minimum(cfg["cores"], n_all),
+                          _safe_div(n_g * t_cpu, T_g) + _safe_div(n_d * (t_launch_d + t_host), T_d))
+    p_cpu = c["cpu_w"] * cpu_busy * cfg["cpu_clk"]
     p_dla = c["dla_w"] * _safe_div(n_d * t_dla, T_d)
     power = cfg["idle"] + p_cpu + p_gpu + p_mem + p_dla
 
-    host_part = t_host + np.maximum(0.0, t_launch - t_gpu)
-    contended = (n_all > 1) & (np.maximum(gpu_sat, cpu_sat) > solo * 1.0001)
-    bound = np.where(contended, 3, np.where(host_part > t_gpu, 2, np.where(tm + t_fixed >= tb, 0, 1)))
+    host_part = t_copy + t_host + np.maximum(0.0, t_launch - t_gpu)
+    contended = (n_all > 1) & (shared > solo * 1.0001)
+    bound = np.where(contended, 3, np.where(~gpu_only & (host_part > t_gpu), 2, np.where(tm + t_fixed >= tb, 0, 1)))
     bound = np.where(has_g, bound, np.where(n_all > 1, 3, 0))
     return {
         "throughput": thr, "latency": latency, "latency_alone": alone, "power": power,
         "gpu_util": gpu_busy, "emc_util": emc_util, "bound": bound, "t_gpu": t_gpu,
-        "t_host": t_host, "p_gpu": p_gpu, "p_mem": p_mem, "p_cpu": p_cpu, "p_dla": p_dla,
-        "bytes_rate": bytes_rate,
+        "t_host": t_cpu, "t_copy": t_copy + zero, "p_gpu": p_gpu, "p_mem": p_mem, "p_cpu": p_cpu,
+        "p_dla": p_dla, "bytes_rate": bytes_rate,
     }
 
 
@@ -234,5 +266,3 @@ def percentiles(latency: np.ndarray, alone: np.ndarray):
 
 def scalar(d: Dict[str, np.ndarray], i: int = 0) -> Dict[str, float]:
     return {k: (v[i].item() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
-
-

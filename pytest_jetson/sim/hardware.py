@@ -25,24 +25,35 @@ class Hardware:
     mode: str
     budget_w: Optional[float]
     gpu_hz: float           # the mode's maximum GPU clock
+    top_hz: float           # the board's highest GPU clock over all its modes (its top DVFS point)
     bw: float               # the mode's DRAM bandwidth (bytes/s, peak)
     cpu_online: int
     cpu_mhz: float
     dla_hz: float
-    l2_bytes: float = 0.0
     max_budget_w: Optional[float] = None  # the largest budget among the profile's modes
+    cpu_perf: float = 1.0   # work per clock of one CPU core relative to a Cortex-A78AE
     notes: List[str] = field(default_factory=list)
+
+    def cpu_scale(self, ref_mhz: float) -> float:
+        """Host time on this board's CPU relative to a Cortex-A78AE core at ``ref_mhz``."""
+        mhz = self.cpu_mhz or ref_mhz
+        return ref_mhz / mhz / (self.cpu_perf or 1.0)
 
     @property
     def gpu_mhz(self) -> float:
         return self.gpu_hz / 1e6
 
 
-#: L2 per SM where a profile does not say (bytes): AGX Orin 64GB 4 MiB / 16 SM and Orin NX 2 MiB / 8 SM
-#: for Ampere, TX2 512 KiB / 2 SM for Pascal, Thor 32 MiB / 20 SM for Blackwell; Maxwell and Volta
-#: (no figure in the sources) take 128 KiB.
-L2_PER_SM = {"ampere": 256 * 1024, "pascal": 256 * 1024, "blackwell": 32 * 2 ** 20 / 20,
-             "maxwell": 128 * 1024, "volta": 128 * 1024}
+#: Single-thread work per clock of the boards' CPU cores relative to a Cortex-A78AE: approximate
+#: ratios of public Geekbench 5 single-core scores per GHz (Nano ~160, AGX Xavier ~245, AGX Orin
+#: ~410 per GHz); host-side TensorRT work is integer and branch heavy. Not fitted.
+CPU_PERF = (("a57", 0.4), ("denver", 0.55), ("carmel", 0.6), ("a78", 1.0), ("neoverse-v3", 1.5))
+
+
+def cpu_perf(cpu_model: Optional[str]) -> float:
+    text = str(cpu_model or "").lower().replace(" ", "")
+    found = [v for key, v in CPU_PERF if key in text]
+    return min(found) if found else 1.0  # a mixed cluster (TX2) is as fast as its slower cores
 
 
 def cores_per_sm(arch: str) -> int:
@@ -130,19 +141,16 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
         dla_mhz = 1000.0
         notes.append("DLA clock unknown: assuming 1000 MHz")
 
-    l2 = prof.l2_cache_bytes
-    if not l2:
-        l2 = L2_PER_SM.get(arch, 128 * 1024) * (prof.sm_count or sm)
-        notes.append(f"L2 cache size unknown: {l2 / 2 ** 20:.2g} MiB assumed ({arch} L2 per SM)")
 
     budgets = [m.budget_w for m in prof.power_modes if m.budget_w]
-    return Hardware(
-        l2_bytes=float(l2), max_budget_w=max(budgets) if budgets else None,
+    top = max([m.gpu_max_mhz for m in prof.power_modes if m.gpu_max_mhz] + [float(f)])
+    return Hardware(top_hz=float(top) * 1e6,
+        max_budget_w=max(budgets) if budgets else None,
         device_id=prof.id, name=prof.name, family=prof.family, arch=arch, sm_count=int(sm),
         has_tensor_cores=bool(prof.tensor_cores), dla_count=int(prof.dla_count or 0),
         memory_bytes=int(prof.memory_bytes), mode=mode.name, budget_w=mode.budget_w,
         gpu_hz=float(f) * 1e6, bw=float(bw), cpu_online=int(cpu_online), cpu_mhz=float(cpu_mhz),
-        dla_hz=float(dla_mhz) * 1e6, notes=notes,
+        dla_hz=float(dla_mhz) * 1e6, cpu_perf=cpu_perf(prof.cpu_model), notes=notes,
     )
 
 

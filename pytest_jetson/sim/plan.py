@@ -1,5 +1,6 @@
-"""From user inputs (device, model, precision, batch, processes, mode, accelerator) to the arrays
-``core.evaluate`` takes. Shared by ``predict`` (one row) and ``sweep`` (a grid)."""
+"""From user inputs (device, model, precision, batch, processes, mode, accelerator, harness) to the
+arrays ``core.evaluate`` takes. Shared by ``predict`` (one row), ``sweep`` (a grid) and the
+calibration (one row per published figure)."""
 
 from typing import Dict, List, Optional, Tuple
 
@@ -9,8 +10,11 @@ from ..errors import ConfigError
 from . import constants as K
 from .arch import effective_precision
 from .core import Tables
+from .costs import dla_costs, fallback_costs, gpu_costs, memory_per_process
+from .engine import Engine, plan
 from .hardware import Hardware, cores_per_sm
-from .workload import Workload, costs, memory_per_process
+from .harness import Harness
+from .workload import Workload
 
 ACCELERATORS = ("gpu", "dla", "gpu+dla")
 
@@ -63,22 +67,26 @@ class KernelTables:
         self.w, self.hw, self.c = w, hw, c
         self.items: list = []
         self.index: Dict[tuple, int] = {}
+        self.engines: Dict[str, Engine] = {}
         self._tables: Optional[Tables] = None
+
+    def engine(self, precision: str) -> Engine:
+        if precision not in self.engines:
+            self.engines[precision] = plan(self.w, precision)
+        return self.engines[precision]
 
     def gid(self, unit: str, precision: str, batch: int, sm: Optional[int] = None) -> int:
         """The table of one engine; ``sm``: the SMs the power mode leaves on (default the profile's)."""
         sm = int(sm or self.hw.sm_count)
         key = (unit, precision, batch, sm)
         if key not in self.index:
-            w, hw = self.w, self.hw
+            hw, c = self.hw, self.c
             if unit == "gpu":
-                item = costs(w, hw.arch, sm, hw.has_tensor_cores, precision, batch, self.c)
+                item = gpu_costs(self.engine(precision), hw.arch, sm, hw.has_tensor_cores, batch, c)
             elif unit == "dla":
-                item = costs(w, hw.arch, sm, hw.has_tensor_cores, precision, batch, self.c,
-                             unit="dla", select=w.dla_ok)
-            else:  # the layers a DLA engine hands back to the GPU
-                item = costs(w, hw.arch, sm, hw.has_tensor_cores, precision, batch, self.c,
-                             select=~w.dla_ok)
+                item = dla_costs(self.engine(precision), hw.arch, precision, batch, c)
+            else:  # the layers a DLA engine hands back to the GPU, in fp16
+                item = fallback_costs(self.engine("fp16"), hw.arch, sm, hw.has_tensor_cores, batch, c)
             self.index[key] = len(self.items)
             self.items.append(item)
             self._tables = None
@@ -91,48 +99,78 @@ class KernelTables:
         return self._tables
 
 
+def idle_rule(hw: Hardware) -> float:
+    """Idle board power where nothing is published: it grows with the module's size (its largest
+    budget); the Orin Nano idles at 3.52 W against a 25 W top budget, about 0.14 of it."""
+    return round(0.14 * (hw.max_budget_w or 15.0) + 0.5, 2)
+
+
 def device_constants(hw: Hardware, notes: List[str]) -> Dict[str, float]:
     c = K.constants(hw.arch, hw.device_id, hw.family)
-    c["l2_bytes"] = hw.l2_bytes
-    if not K.calibrated():
-        notes.append(f"{K.CALIBRATION_PATH} is missing or unreadable: the model runs on uncalibrated "
-                     "defaults (reinstall pytest-jetson; the file ships with the package)")
     if not (K.has_device_entry(hw.device_id, "idle_w") or K.has_family_entry(hw.family, "idle_w")):
-        # No published idle figure for this board: idle grows with the module's size (its budget).
-        ref = hw.max_budget_w or 15.0
-        # Orin Nano: 3.52 W idle against a 25 W top budget, about 0.14 of it.
-        c["idle_w"] = round(0.14 * ref + 0.5, 2)
+        c["idle_w"] = idle_rule(hw)
         notes.append(f"no published idle power for {hw.name}: idle {c['idle_w']} W assumed "
                      "(0.14 x the largest mode budget + 0.5 W, the Orin Nano's ratio)")
     return c
 
 
-def resolve_precision(hw: Hardware, precision: str, precisions, notes: List[str]) -> str:
-    p, note = effective_precision(hw.arch, precision, tuple(precisions), hw.name)
+def resolve_precision(hw: Hardware, precision: str, precisions, notes: List[str],
+                      harness: Optional[Harness] = None) -> str:
+    p, note = effective_precision(hw.arch, precision, tuple(precisions), hw.name,
+                                  tf32=bool(harness and harness.tf32),
+                                  harness_name=harness.name if harness else "")
     if note and note not in notes:
         notes.append(note)
     return p
 
 
+def harness_columns(h: Harness, hw: Hardware, c: Dict[str, float], copy_bytes: float,
+                    host_scale: float = 1.0) -> Dict[str, float]:
+    """What one inference costs the host under harness ``h`` on this board (seconds), and its copies.
+
+    ``host_scale``: a multiplier on the harness's fixed host time per inference (the calibration's
+    per-source term; the per-kernel enqueue is the board's and TensorRT's, not the harness's).
+    """
+    cpu = hw.cpu_scale(c["cpu_ref_mhz"])
+    if h.gpu_only:  # the GPU's own time: nothing on the host counts
+        return {"h_launch": 0.0, "h_host": 0.0, "h_copy": 0.0, "h_sync": 0.0, "h_gpu_only": 1.0,
+                "h_graphs": 0.0, "copy_bytes": 0.0}
+    if h.graphs:
+        launch = 0.0
+        fixed = c["graph_us"] + h.framework_us
+    else:
+        launch = c["launch_us"]
+        fixed = c["enqueue_us"] + h.framework_us
+    if h.sync:
+        fixed += c["sync_us"]
+    copy_s = copy_bytes / (hw.bw * c["copy_eff"]) if h.copies else 0.0
+    return {"h_launch": launch * 1e-6 * cpu, "h_host": fixed * 1e-6 * cpu * host_scale, "h_copy": copy_s,
+            "h_sync": float(h.sync), "h_gpu_only": float(h.gpu_only), "h_graphs": float(h.graphs),
+            "copy_bytes": copy_bytes if h.copies else 0.0}
+
+
 def config_row(hw: Hardware, w: Workload, tables: KernelTables, precision: str, batch: int,
-               n_gpu: int, n_dla: int, c: Dict[str, float]) -> Dict[str, float]:
+               n_gpu: int, n_dla: int, c: Dict[str, float], h: Harness,
+               host_scale: float = 1.0) -> Dict[str, float]:
     sm = hw.sm_count
     gpu = tables.gid("gpu", precision, batch, sm) if n_gpu else 0
     dla = tables.gid("dla", precision, batch, sm) if n_dla else 0
     fb = tables.gid("fb", precision, batch, sm) if n_dla else 0
     ref = c["cpu_ref_mhz"]
-    per_process = memory_per_process(w, precision, batch, c)[0]
-    return {
+    per_process = memory(w, tables.engine(precision), batch, c)[0]
+    io_bytes = float(batch * (w.io_in + w.io_out) * 4.0)
+    row = {
         "mem_frac": per_process * (n_gpu + n_dla) / available_memory(hw, c),
         "gid_gpu": gpu, "gid_dla": dla, "gid_fb": fb,
         "n_gpu": float(n_gpu), "n_dla": float(n_dla), "n_tr": float(transitions(w) if n_dla else 0),
-        "f_max": hw.gpu_hz, "bw": hw.bw, "cpu_scale": ref / (hw.cpu_mhz or ref),
+        "f_max": hw.gpu_hz, "f_top": hw.top_hz, "bw": hw.bw, "cpu_clk": (hw.cpu_mhz or ref) / ref,
         "cores": float(hw.cpu_online), "budget": np.inf if hw.budget_w is None else float(hw.budget_w),
         "dla_hz": hw.dla_hz, "dla_cores": float(max(hw.dla_count, 1)), "sm": float(hw.sm_count),
         "cores_per_sm": float(cores_per_sm(hw.arch)),
-        "idle": c["idle_w"], "io_bytes": float(batch * (w.io_in + w.io_out) * 4.0),
-        "batch": float(batch),
+        "idle": c["idle_w"], "batch": float(batch),
     }
+    row.update(harness_columns(h, hw, c, io_bytes, host_scale))
+    return row
 
 
 INT_KEYS = ("gid_gpu", "gid_dla", "gid_fb")
@@ -149,5 +187,5 @@ def available_memory(hw: Hardware, c: Dict[str, float]) -> float:
     return hw.memory_bytes * (1.0 - c["os_reserved_frac"])
 
 
-def memory(w: Workload, precision: str, batch: int, c: Dict[str, float]):
-    return memory_per_process(w, precision, batch, c)
+def memory(w: Workload, e: Engine, batch: int, c: Dict[str, float]):
+    return memory_per_process(e, w.io_in, w.io_out, batch, c)

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import SimulationError
 from . import core, plan
 from .hardware import resolve
+from .harness import get as get_harness
 from .workload import load
 
 
@@ -25,9 +26,14 @@ class OutOfMemory(SimulationError):
 class Prediction:
     """What the simulated board does for one configuration (SI units: s, B, W, J).
 
-    ``latency`` is the mean time of one batch in one process (including waits for other processes'
-    time slices); ``latency_p50``/``latency_p99`` are quantiles of the noise-free distribution.
-    ``throughput`` counts items per second over all processes; ``energy`` is board J per item.
+    ``latency`` is the mean time of one batch in one process under the harness (including waits
+    for other processes' time slices); ``latency_p50``/``latency_p99`` are quantiles of the
+    noise-free distribution. ``gpu_time`` is the GPU's compute time per batch (trtexec's "GPU
+    Compute Time": the kernels alone, no copies); ``host_time`` the CPU time the harness spends per
+    batch (enqueue or graph launch, synchronisation, its own overhead), which overlaps the GPU's
+    work where the harness pipelines; ``copy_time`` the input and output copies per batch (0 under
+    harnesses that do not copy). ``throughput`` counts items per second over all processes;
+    ``energy`` is board J per item.
     """
 
     device: str
@@ -53,6 +59,10 @@ class Prediction:
     gpu_util: float
     emc_util: float
     bound: str
+    gpu_time: float = 0.0
+    host_time: float = 0.0
+    copy_time: float = 0.0
+    harness: str = "plugin"
     notes: List[str] = field(default_factory=list)
     breakdown: Dict[str, float] = field(default_factory=dict)
     latency_alone: float = 0.0
@@ -84,29 +94,27 @@ def _oom_message(hw, model, precision, batch, processes, per_process, parts, ava
             "batches")
 
 
-def evaluate_one(hw: Any, w: Any, precision: str, batch: int, n_gpu: int, n_dla: int,
-                 c: Dict[str, float]) -> Dict[str, float]:
-    """The model's raw outputs for one configuration (used by predict and by calibration)."""
-    kernels = plan.KernelTables(w, hw, c)
-    cfg = plan.stack([plan.config_row(hw, w, kernels, precision, batch, n_gpu, n_dla, c)])
-    return core.scalar(core.evaluate(kernels.tables, cfg, c))
-
-
 def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, processes: int = 1,
-            power_mode: Any = None, accelerator: str = "gpu", resolution: Any = None) -> Prediction:
+            power_mode: Any = None, accelerator: str = "gpu", harness: Any = None,
+            resolution: Any = None) -> Prediction:
     """Predict throughput, latency, memory, power and energy of ``model`` on a simulated ``device``.
 
     ``device``: a name, ``Profile`` or ``Device``; ``model``: a zoo name, an ONNX path or
-    ``GraphStats``. Raises ``ConfigError`` for impossible inputs (unknown precision, batch < 1,
-    DLA on a board without one) and ``OutOfMemory`` when the processes do not fit in memory.
+    ``GraphStats``; ``power_mode``: a mode name or nvpmodel id of the board, or ``"fastest"`` (its
+    highest-clock mode); ``harness``: what measures the engine (``sim.harness.names()``: the
+    plugin's own loop on a board by default, trtexec's host latency, trtexec's GPU compute time,
+    a CUDA-graph replay, a zero-copy application, a Python application). Raises ``ConfigError``
+    for impossible inputs (unknown harness, power mode or precision, batch < 1, DLA on a board
+    without one) and ``OutOfMemory`` when the processes do not fit in memory.
     """
     batch = plan.check_batch(batch)
     processes = plan.check_processes(processes)
+    h = get_harness(harness)
     hw = resolve(device, power_mode)
     notes: List[str] = list(hw.notes)
     from .hardware import profile_precisions
 
-    p = plan.resolve_precision(hw, precision, profile_precisions(device), notes)
+    p = plan.resolve_precision(hw, precision, profile_precisions(device), notes, h)
     n_gpu, n_dla = plan.check_accelerator(accelerator, hw, processes, p)
     w = load(model, resolution)
     notes.extend(w.notes)
@@ -119,13 +127,15 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
             notes.append(f"DLA: {len(fb)} of {w.n_kernels} layers fall back to the GPU "
                          f"({', '.join(sorted(set(fb)))}), {plan.transitions(w)} DLA<->GPU hand-overs per inference")
 
-    per_process, parts = plan.memory(w, p, batch, c)
+    kernels = plan.KernelTables(w, hw, c)
+    per_process, parts = plan.memory(w, kernels.engine(p), batch, c)
     available = plan.available_memory(hw, c)
     if per_process * processes > available:
         raise OutOfMemory(_oom_message(hw, w.name, p, batch, processes, per_process, parts, available),
                           needed=per_process * processes, available=available)
 
-    out = evaluate_one(hw, w, p, batch, n_gpu, n_dla, c)
+    cfg = plan.stack([plan.config_row(hw, w, kernels, p, batch, n_gpu, n_dla, c, h)])
+    out = core.scalar(core.evaluate(kernels.tables, cfg, c))
     used = per_process * processes / available
     if used > 0.8:
         notes.append(f"memory pressure: {100 * used:.0f}% of the unified memory available to engines is in "
@@ -144,8 +154,12 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
                                   f"{hw.name}; please report this configuration")
     acc = str(accelerator).strip().lower().replace(" ", "")
     breakdown = dict(parts)
-    breakdown.update({k: out[k] for k in ("t_gpu", "t_host", "p_gpu", "p_mem", "p_cpu", "p_dla")})
+    breakdown.update({k: out[k] for k in ("t_gpu", "t_host", "t_copy", "p_gpu", "p_mem", "p_cpu", "p_dla")})
     breakdown["dram_bytes_per_item"] = out["bytes_rate"] / thr
+    if n_gpu:
+        eng = kernels.engine(p)
+        breakdown["kernels"] = float(eng.n)
+        breakdown["reformats"] = float(eng.reformats)
     return Prediction(
         device=hw.device_id, power_mode=hw.mode, model=w.name, precision=p,
         requested_precision=str(precision), accelerator=acc, batch=batch, processes=processes,
@@ -154,5 +168,6 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
         memory_per_process=per_process, power=out["power"], idle_power=c["idle_w"],
         energy=out["power"] / thr, gpu_clock_mhz=out["f"] / 1e6, max_gpu_clock_mhz=hw.gpu_mhz,
         gpu_util=out["gpu_util"], emc_util=out["emc_util"], bound=core.BOUNDS[int(out["bound"])],
+        gpu_time=out["t_gpu"], host_time=out["t_host"], copy_time=out["t_copy"], harness=h.name,
         notes=notes, breakdown=breakdown, latency_alone=out["latency_alone"],
     )

@@ -12,15 +12,16 @@ import numpy as np
 from ..errors import ConfigError
 from . import core, plan
 from .hardware import profile_precisions, resolve
+from .harness import get as get_harness
 from .workload import load
 
 #: Metrics where more is better (Pareto and best-mode searches maximise these).
 HIGHER_BETTER = ("throughput", "per_process_throughput", "gpu_util")
 
-FIELDS = ("device", "power_mode", "model", "precision", "accelerator", "batch", "processes",
+FIELDS = ("device", "power_mode", "model", "harness", "precision", "accelerator", "batch", "processes",
           "throughput", "per_process_throughput", "latency", "latency_p50", "latency_p99",
-          "memory", "memory_per_process", "power", "idle_power", "energy", "gpu_clock_mhz",
-          "max_gpu_clock_mhz", "gpu_util", "emc_util", "bound", "oom")
+          "gpu_time", "host_time", "memory", "memory_per_process", "power", "idle_power", "energy",
+          "gpu_clock_mhz", "max_gpu_clock_mhz", "gpu_util", "emc_util", "bound", "oom")
 
 _CHUNK = 65536
 
@@ -132,9 +133,12 @@ def _modes(device: Any, power_modes: Any) -> List[Any]:
 
 
 def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (1,), processes: Any = (1,),
-          power_modes: Any = None, accelerators: Any = ("gpu",), resolution: Any = None) -> SweepResult:
+          power_modes: Any = None, accelerators: Any = ("gpu",), harness: Any = None,
+          resolution: Any = None) -> SweepResult:
     """Every combination of the lists on one device and model. ``power_modes``: names, ids,
-    ``PowerMode`` objects, "all", or None (the default mode)."""
+    ``PowerMode`` objects, "all", "fastest", or None (the default mode); ``harness``: as for
+    ``predict`` (one harness for the whole grid)."""
+    h = get_harness(harness)
     devices = _modes(device, power_modes)
     hws = [resolve(d) for d in devices]
     notes: List[str] = []
@@ -146,7 +150,7 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
     w = load(model, resolution)
     notes.extend(w.notes)
     c = plan.device_constants(hw0, notes)
-    precs = [plan.resolve_precision(hw0, p, profile_precisions(devices[0]), notes)
+    precs = [plan.resolve_precision(hw0, p, profile_precisions(devices[0]), notes, h)
              for p in _as_list(precisions, ["fp16"])]
     precs = list(dict.fromkeys(precs))
     bats = [plan.check_batch(b) for b in _as_list(batches, [1])]
@@ -171,31 +175,35 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
         raise ConfigError("the sweep is empty: give at least one valid combination of precisions, "
                           "batches, processes and accelerators")
     # Engine tables depend on the SMs a mode leaves on: one set per distinct SM count.
-    sms = sorted({h.sm_count for h in hws})
+    sms = sorted({m.sm_count for m in hws})
     per_sm = []
     for sm in sms:
-        hw_s = next(h for h in hws if h.sm_count == sm)
-        per_sm.append(plan.stack([plan.config_row(hw_s, w, kernels, p, b, n_g, n_d, c)
+        hw_s = next(m for m in hws if m.sm_count == sm)
+        per_sm.append(plan.stack([plan.config_row(hw_s, w, kernels, p, b, n_g, n_d, c, h)
                                   for _, p, b, _, n_g, n_d in combos]))
     tables = kernels.tables
     mem = {}
     for _, p, b, *_ in combos:
         if (p, b) not in mem:
-            mem[(p, b)] = plan.memory(w, p, b, c)[0]
+            mem[(p, b)] = plan.memory(w, kernels.engine(p), b, c)[0]
     available = plan.available_memory(hw0, c)
 
     # Mode-level columns (M) x combo-level columns (C) -> M*C rows, mode-major.
     ref = c["cpu_ref_mhz"]
+    host = [plan.harness_columns(h, m, c, 0.0) for m in hws]
     mode_cols = {
-        "f_max": np.array([h.gpu_hz for h in hws]),
-        "bw": np.array([h.bw for h in hws]),
-        "cpu_scale": np.array([ref / (h.cpu_mhz or ref) for h in hws]),
-        "cores": np.array([float(h.cpu_online) for h in hws]),
-        "budget": np.array([np.inf if h.budget_w is None else float(h.budget_w) for h in hws]),
-        "dla_hz": np.array([h.dla_hz for h in hws]),
-        "sm": np.array([float(h.sm_count) for h in hws]),
+        "f_max": np.array([m.gpu_hz for m in hws]),
+        "f_top": np.array([m.top_hz for m in hws]),
+        "bw": np.array([m.bw for m in hws]),
+        "cpu_clk": np.array([(m.cpu_mhz or ref) / ref for m in hws]),
+        "cores": np.array([float(m.cpu_online) for m in hws]),
+        "budget": np.array([np.inf if m.budget_w is None else float(m.budget_w) for m in hws]),
+        "dla_hz": np.array([m.dla_hz for m in hws]),
+        "sm": np.array([float(m.sm_count) for m in hws]),
+        "h_launch": np.array([x["h_launch"] for x in host]),
+        "h_host": np.array([x["h_host"] for x in host]),
     }
-    sm_index = np.array([sms.index(h.sm_count) for h in hws])
+    sm_index = np.array([sms.index(m.sm_count) for m in hws])
     M, C = len(hws), len(combos)
     mi = np.repeat(np.arange(M), C)
     ci = np.tile(np.arange(C), M)
@@ -206,20 +214,23 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
             cfg[k] = mode_cols[k][mi]
         else:
             cfg[k] = np.stack([cols[k] for cols in per_sm])[si, ci]
+    if h.copies:
+        cfg["h_copy"] = cfg["copy_bytes"] / (cfg["bw"] * c["copy_eff"])
 
     out: Dict[str, np.ndarray] = {}
     R = M * C
     for s in range(0, R, _CHUNK):
         part = {k: v[s:s + _CHUNK] for k, v in cfg.items()}
         res = core.evaluate(tables, part, c)
-        for k in ("throughput", "latency", "latency_alone", "power", "gpu_util", "emc_util", "bound", "f"):
+        for k in ("throughput", "latency", "latency_alone", "power", "gpu_util", "emc_util", "bound", "f",
+                  "t_gpu", "t_host"):
             out.setdefault(k, []).append(res[k])
     res = {k: np.concatenate(v) for k, v in out.items()}
 
     mem_pp = np.array([mem[(p, b)] for _, p, b, *_ in combos])[ci]
     n_proc = np.array([n for _, _, _, n, *_ in combos], dtype=np.int64)[ci]
     p50, p99 = core.percentiles(res["latency"], res["latency_alone"])
-    mode_names = [h.mode for h in hws]
+    mode_names = [m.mode for m in hws]
     cols = {
         "power_mode": mi, "precision": np.array([precs.index(p) for _, p, *_ in combos])[ci],
         "accelerator": np.array([accs.index(a) for a, *_ in combos])[ci],
@@ -227,6 +238,7 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
         "processes": n_proc,
         "throughput": res["throughput"], "per_process_throughput": res["throughput"] / n_proc,
         "latency": res["latency"], "latency_p50": p50, "latency_p99": p99,
+        "gpu_time": res["t_gpu"], "host_time": res["t_host"],
         "memory": mem_pp * n_proc, "memory_per_process": mem_pp, "power": res["power"],
         "idle_power": np.full(R, c["idle_w"]), "energy": res["power"] / res["throughput"],
         "gpu_clock_mhz": res["f"] / 1e6, "max_gpu_clock_mhz": mode_cols["f_max"][mi] / 1e6,
@@ -234,5 +246,5 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
         "oom": mem_pp * n_proc > available,
     }
     labels = {"power_mode": mode_names, "precision": precs, "accelerator": accs, "bound": list(core.BOUNDS)}
-    meta = {"device": hw0.device_id, "model": w.name}
+    meta = {"device": hw0.device_id, "model": w.name, "harness": h.name}
     return SweepResult(cols, labels, meta, notes)

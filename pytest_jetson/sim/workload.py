@@ -1,24 +1,36 @@
-"""A network as the simulator sees it: per-kernel arrays (batch 1) from the graph analysis.
+"""A network as the simulator sees it: TensorRT-style fused kernels and the tensors between them.
 
-Kernels are TensorRT-style fused layers (conv+bn+relu(+add) count once), as
-``GraphStats.kernels()`` gives them. ``costs`` turns them into the two roofline terms per kernel
-for one device, precision and batch: math cycles (A) and DRAM bytes (B).
+``GraphStats.kernels()`` groups layers the way TensorRT fuses them (conv + BatchNorm + activation
++ residual add count once). Here each kernel becomes a row of arrays (per item of the batch), and
+the activation tensors between kernels become edges, so an engine plan (``engine.py``) can say in
+which precision each tensor is stored and where TensorRT inserts reformats. Views (Reshape,
+Flatten, Split, Slice) are no kernels: their outputs alias their input.
 """
 
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
 from ..errors import ModelError
-from .arch import BYTES, rate
 
-KINDS = ("conv", "depthwise", "gemm", "pool", "elementwise", "resize", "concat", "softmax", "other")
-_KIND = {k: i for i, k in enumerate(KINDS)}
+KINDS = ("conv", "depthwise", "gemm", "pool", "elementwise", "resize", "concat", "softmax", "other",
+         "reformat")
+KIND = {k: i for i, k in enumerate(KINDS)}
 #: Kernel kinds NVDLA cannot run: TensorRT falls back to the GPU for them.
 DLA_UNSUPPORTED = ("resize", "softmax", "other")
+#: Ops that TensorRT runs as views (an offset into their input), never as kernels.
+VIEW_KERNELS = ("Split", "Slice")
+#: Special-function-unit operations per element of an activation (exponentials, reciprocals):
+#: a sigmoid is an exp and a reciprocal. Other elementwise ops take one CUDA-core op per element.
+SFU_OPS = {"Sigmoid": 2, "Tanh": 2, "Exp": 1, "Log": 1, "Sqrt": 1, "Reciprocal": 1, "Div": 1, "Erf": 2,
+           "Gelu": 3, "Softplus": 2, "Mish": 4, "Elu": 1, "Selu": 1, "Celu": 1, "Pow": 2, "Softmax": 2,
+           "LogSoftmax": 3}
+_NO_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "Identity", "Dropout",
+           "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Transpose",
+           "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize", "Upsample")
 
 
 @dataclass
@@ -26,16 +38,27 @@ class Workload:
     name: str
     params: int
     macs: int
+    op: List[str]
     kind: np.ndarray        # index into KINDS
     k_macs: np.ndarray      # per item
     k_flops: np.ndarray
     k_weights: np.ndarray   # elements
-    k_in: np.ndarray        # elements per item
-    k_out: np.ndarray
-    k_channels: np.ndarray
-    k_spatial: np.ndarray
+    k_out: np.ndarray       # output elements per item
+    k_channels: np.ndarray  # output channels
+    k_spatial: np.ndarray   # output positions per item (H x W)
     k_groups: np.ndarray
+    k_ksize: np.ndarray     # kernel window elements (kh x kw)
+    k_stride: np.ndarray
+    k_cin: np.ndarray       # input channels
+    k_sfu: np.ndarray       # special-function ops per output element (a fused sigmoid: 2)
+    k_simple: np.ndarray    # other elementwise ops per output element (a fused add, a ReLU: 1 each)
     dla_ok: np.ndarray      # bool per kernel
+    e_kernel: np.ndarray    # edges: the kernel reading ...
+    e_tensor: np.ndarray    # ... this tensor (index into t_*) ...
+    e_elems: np.ndarray     # ... this many elements of it per item
+    t_producer: np.ndarray  # kernel writing the tensor; -1 for a graph input
+    t_output: np.ndarray    # bool: the tensor is (a view of) a graph output
+    t_elems: np.ndarray     # elements per item
     io_in: int              # graph input elements per item
     io_out: int
     unknown_ops: Tuple[str, ...] = ()
@@ -55,19 +78,90 @@ def _elems_per_item(shape: Any) -> int:
     return n
 
 
+def _aliases(stats: Any) -> Dict[str, str]:
+    """View layers' outputs -> their input (Reshape, Flatten, Squeeze...), from the layer list."""
+    alias: Dict[str, str] = {}
+    for layer in getattr(stats, "layers", None) or []:
+        ins = getattr(layer, "inputs", None) or []
+        if getattr(layer, "free", False) and len(ins) == 1:
+            for o in getattr(layer, "outputs", None) or []:
+                alias[o] = ins[0]
+    return alias
+
+
 def from_stats(stats: Any) -> Workload:
-    """Any GraphStats-like object (``kernels()``, ``params``, ``macs``, ``batch`` ...) -> Workload."""
+    """Any GraphStats-like object (``kernels()``, ``params``, ``macs``, ``batch`` ...) -> Workload.
+
+    Objects without tensor names (hand-made stats) are read as a chain: each kernel reads the one
+    before it, the first the graph input.
+    """
     b = max(1, int(getattr(stats, "batch", 1) or 1))
-    ks = list(stats.kernels())
-    if not ks:
+    all_ks = list(stats.kernels())
+    if not all_ks:
         raise ModelError(f"model {getattr(stats, 'name', '?')!r} has no layers the simulator can cost; "
                          "pass a model with at least one operator")
+    alias = _aliases(stats)
+    views = [k for k in all_ks if str(getattr(k, "op_type", "")) in VIEW_KERNELS
+             and len(getattr(k, "_inputs", None) or []) == 1]
+    for k in views:
+        for o in k._outputs:
+            alias[o] = k._inputs[0]
+    ks = [k for k in all_ks if not any(k is v for v in views)] or all_ks
+
+    def root(name: str) -> str:
+        seen = 0
+        while name in alias and seen < 1000:
+            name, seen = alias[name], seen + 1
+        return name
+
+    named = all(getattr(k, "_inputs", None) is not None and hasattr(stats, "tensor_elems") for k in ks)
+    tensors: Dict[str, int] = {}
+    t_prod: List[int] = []
+    t_elems: List[float] = []
+
+    def tensor(name: str, elems: float, producer: int = -1) -> int:
+        if name not in tensors:
+            tensors[name] = len(t_prod)
+            t_prod.append(producer)
+            t_elems.append(elems)
+        elif producer >= 0:
+            t_prod[tensors[name]] = producer
+            t_elems[tensors[name]] = elems
+        return tensors[name]
+
+    e_k: List[int] = []
+    e_t: List[int] = []
+    e_n: List[float] = []
+    outputs_named: List[str] = []
+    if named:
+        for i, k in enumerate(ks):
+            for o in k._outputs:
+                tensor(root(o), stats.tensor_elems(o) / b, i)
+        for i, k in enumerate(ks):
+            for name in k._inputs:
+                t = tensor(root(name), stats.tensor_elems(root(name)) / b)
+                e_k.append(i)
+                e_t.append(t)
+                e_n.append(stats.tensor_elems(name) / b)
+        outputs_named = [root(o) for o in getattr(stats, "graph_outputs", ())]
+    else:
+        prev = tensor("<input>", float(getattr(ks[0], "input_elems", 0) or 0) / b)
+        for i, k in enumerate(ks):
+            e_k.append(i)
+            e_t.append(prev)
+            e_n.append(float(getattr(k, "input_elems", 0) or 0) / b)
+            prev = tensor(f"<k{i}>", float(getattr(k, "output_elems", 0) or 0) / b, i)
+        outputs_named = [f"<k{len(ks) - 1}>"]
+    t_out = np.zeros(len(t_prod), bool)
+    for name in outputs_named:
+        if name in tensors:
+            t_out[tensors[name]] = True
 
     def arr(attr: str, per_item: bool, default: float = 0.0) -> np.ndarray:
         v = np.array([float(getattr(k, attr, default) or default) for k in ks])
         return v / b if per_item else v
 
-    kind = np.array([_KIND.get(str(getattr(k, "kind", "other")), _KIND["other"]) for k in ks])
+    kind = np.array([KIND.get(str(getattr(k, "kind", "other")), KIND["other"]) for k in ks])
     spatial = arr("spatial", False, 1.0)
     ops = [str(getattr(k, "op_type", "")) for k in ks]
     # GlobalAveragePool (a pool down to 1x1) is the layer the seeds name as falling back from DLA.
@@ -78,20 +172,43 @@ def from_stats(stats: Any) -> Workload:
     outs = getattr(stats, "output_shapes", None) or []
     io_out = sum(_elems_per_item(s) for s in outs) or int(arr("output_elems", True)[-1])
     io_in = _elems_per_item(getattr(stats, "input_shape", None)) or int(arr("input_elems", True)[0])
-    unknown = tuple(getattr(stats, "unknown_ops", ()) or ())
+    unknown = tuple(sorted(set(map(str, getattr(stats, "unknown_ops", ()) or ()))))
     notes = []
     if unknown:
-        notes.append("graph has operators with no cost model, counted for memory traffic only: "
-                     + ", ".join(sorted(set(map(str, unknown)))))
+        notes.append("operators without a cost model: " + ", ".join(unknown) + "; each is costed as a "
+                     "memory-bound kernel that reads its inputs and writes its outputs once (no arithmetic)")
+    cin = arr("in_channels", False, 0.0)
+    # the elementwise work each kernel does per output element: a conv's fused epilogue (its
+    # BatchNorm folds into the weights; activations and a residual add do not), or the op itself
+    op_of = {str(getattr(x, "name", "")): str(getattr(x, "op_type", "")) for x in getattr(stats, "layers", None) or []}
+    sfu, simple = [], []
+    for k in ks:
+        names = list(getattr(k, "layers", None) or [])
+        fused = [op_of.get(n, "") for n in (names[1:] if KIND.get(str(getattr(k, "kind", ""))) in
+                                             (KIND["conv"], KIND["depthwise"], KIND["gemm"]) else names)]
+        sfu.append(float(sum(SFU_OPS.get(o, 0) for o in fused)))
+        simple.append(float(sum(1 for o in fused if o and o not in SFU_OPS and o not in _NO_OPS)))
+    k_out = arr("output_elems", True)
+    k_in = np.bincount(np.array(e_k, dtype=np.int64), weights=np.array(e_n, dtype=float), minlength=len(ks))
+    blind = (k_out <= 0) & (kind == KIND["other"])
+    if np.any(blind):
+        # an operator whose output shape inference could not give: as large as what it reads
+        k_out = np.where(blind, k_in, k_out)
+        notes.append(f"{int(blind.sum())} operator(s) with no inferable output shape: each assumed to "
+                     "write as much as it reads")
     return Workload(
         name=str(getattr(stats, "name", "model")),
         params=int(getattr(stats, "params", 0) or 0),
         macs=int(float(getattr(stats, "macs", 0) or 0) / b),
-        kind=kind, k_macs=arr("macs", True), k_flops=arr("flops", True),
-        k_weights=arr("weight_elems", False), k_in=arr("input_elems", True),
-        k_out=arr("output_elems", True), k_channels=arr("out_channels", False, 1.0),
-        k_spatial=spatial, k_groups=arr("groups", False, 1.0), dla_ok=dla_ok,
-        io_in=int(io_in), io_out=int(io_out), unknown_ops=unknown, notes=notes,
+        op=ops, kind=kind, k_macs=arr("macs", True), k_flops=arr("flops", True),
+        k_weights=arr("weight_elems", False), k_out=k_out,
+        k_channels=arr("out_channels", False, 1.0), k_spatial=spatial, k_groups=arr("groups", False, 1.0),
+        k_ksize=arr("kernel_size", False, 1.0), k_stride=arr("stride", False, 1.0), k_cin=cin,
+        k_sfu=np.array(sfu), k_simple=np.array(simple),
+        dla_ok=dla_ok, e_kernel=np.array(e_k, dtype=np.int64), e_tensor=np.array(e_t, dtype=np.int64),
+        e_elems=np.array(e_n, dtype=float), t_producer=np.array(t_prod, dtype=np.int64), t_output=t_out,
+        t_elems=np.array(t_elems, dtype=float), io_in=int(io_in), io_out=int(io_out),
+        unknown_ops=unknown, notes=notes,
     )
 
 
@@ -124,83 +241,3 @@ def load(model: Any, resolution: Any = None) -> Workload:
         res = tuple(resolution) if isinstance(resolution, list) else resolution
         return _zoo_workload(model, res)
     raise ModelError(f"model {model!r} is not a zoo name, an .onnx path or GraphStats; pass one of those")
-
-
-@dataclass
-class Costs:
-    """Per-kernel roofline terms for one (device, precision, batch, unit)."""
-
-    a: np.ndarray   # math cycles at the unit's clock (already over the efficiency)
-    b: np.ndarray   # DRAM bytes over the achievable bandwidth fraction
-    bytes: np.ndarray  # DRAM bytes actually moved
-    n: int          # kernels (launches)
-
-
-def _quantisation(m: np.ndarray, n: np.ndarray, tile: float, slots: float) -> np.ndarray:
-    """Padded work over useful work: partial tiles and the last partial wave of CTAs."""
-    # TensorRT picks smaller tiles for thin dimensions (a batch-1 FC is a GEMV, not a padded GEMM).
-    edge_m = np.minimum(tile, 2.0 ** np.ceil(np.log2(np.maximum(m, 1.0))))
-    edge_n = np.minimum(tile, 2.0 ** np.ceil(np.log2(np.maximum(n, 1.0))))
-    tiles = np.ceil(m / edge_m) * np.ceil(n / edge_n)
-    waves = np.ceil(tiles / slots)
-    return np.maximum(1.0, waves * slots * edge_m * edge_n / np.maximum(m * n, 1.0))
-
-
-def costs(w: Workload, arch: str, sm: int, has_tc: bool, precision: str, batch: int,
-          c: dict, unit: str = "gpu", select: Optional[np.ndarray] = None) -> Costs:
-    """Roofline terms of the kernels in ``select`` (default all) on the GPU or one DLA core."""
-    idx = np.arange(w.n_kernels) if select is None else np.flatnonzero(select)
-    s = BYTES[precision]
-    kind = w.kind[idx]
-    macs = np.maximum(w.k_macs[idx], w.k_flops[idx] / 2.0) * batch
-    act = batch * (w.k_in[idx] + w.k_out[idx]) * s
-    # Activations small enough to live in L2 between producer and consumer mostly never reach DRAM.
-    l2 = c.get("l2_bytes", 0.0)
-    hit = c["l2_reuse"] * np.minimum(1.0, l2 / np.maximum(act, 1.0)) if l2 > 0 else 0.0
-    moved = w.k_weights[idx] * s + act * (1.0 - hit)
-    b = moved / c["mem_eff"]
-    if unit == "dla":
-        r = rate(arch, "dla", precision)
-        if r <= 0:
-            r = rate(arch, "dla", "fp16")
-        a = macs / (r * c["dla_eff"])
-        return Costs(a=a, b=b, bytes=moved, n=int(idx.size))
-
-    tc = rate(arch, "tensor", precision) if has_tc else 0.0
-    cuda = rate(arch, "cuda", precision) or rate(arch, "cuda", "fp16") or rate(arch, "cuda", "fp32")
-    fp32 = rate(arch, "cuda", "fp32")
-    is_mm = (kind == _KIND["conv"]) | (kind == _KIND["gemm"])
-    groups = w.k_groups[idx]
-    channels = w.k_channels[idx]
-    depthwise = (kind == _KIND["depthwise"]) | (is_mm & (groups > 1) & (channels / np.maximum(groups, 1) < 8))
-    grouped = is_mm & (groups > 1) & ~depthwise
-    mm = is_mm & ~depthwise
-
-    per_sm = np.where(mm, tc if tc > 0 else cuda, np.where(depthwise, cuda, fp32))
-    eff = np.where(mm, c["tc_eff"] if tc > 0 else c["cuda_eff"],
-                   np.where(depthwise, c["dw_eff"], c["cuda_eff"]))
-    eff = np.where(grouped, eff * 0.5, eff)
-    if tc > 0 and BYTES[precision] >= 4:
-        # tf32 feeds the tensor cores 4-byte operands: shared-memory bandwidth, not the MMA rate, limits it.
-        eff = np.where(mm, eff * c["tf32_factor"], eff)
-    m = batch * np.maximum(w.k_spatial[idx], 1.0)
-    tile = c["tile"]
-    n = np.where(mm, np.maximum(channels / np.where(grouped, groups, 1.0), 1.0), tile)
-    # Non-GEMM kernels: one CTA per tile*tile output elements, quantised the same way.
-    m = np.where(mm, m, batch * np.maximum(w.k_out[idx], 1.0) / tile)
-    q = _quantisation(m, n, tile, float(sm))
-    a = macs * q / (per_sm * sm * eff)
-    return Costs(a=a, b=b, bytes=moved, n=int(idx.size))
-
-
-def memory_per_process(w: Workload, precision: str, batch: int, c: dict) -> Tuple[float, dict]:
-    """Bytes one process holds: engine weights + activation workspace + 2 x batch I/O + context."""
-    s = BYTES[precision]
-    weights = float(w.k_weights.sum()) * s
-    workspace = c["workspace_factor"] * float((w.k_in + w.k_out).max()) * batch * s
-    io = 2.0 * batch * (w.io_in + w.io_out) * 4.0  # fp32 bindings, one batch pre-enqueued
-    context = c["context_mb"] * 2.0 ** 20
-    parts = {"weights": weights, "workspace": workspace, "io": io, "context": context}
-    return weights + workspace + io + context, parts
-
-

@@ -9,10 +9,14 @@ The workload is a duck-typed object (the simulator's ``Prediction`` fits) with:
 * ``memory`` (bytes in use under load) and optionally ``idle_memory`` (bytes; default 0);
 * optionally ``thermal_resistance_c_per_w``, ``thermal_tau_s`` and ``ambient_c``.
 
-Before and after a load window the board idles; during it, it runs the workload. Temperature
-follows a first-order thermal model, ``dT/dt = (ambient + R * P - T) / tau``, carried across
-windows, so back-to-back runs start warm. Noise is small, Gaussian and seeded; memory has none
-(allocations are deterministic).
+What runs when comes from two places: load windows set on the source (``set_load``, what the
+measurement harness and pools do), and the loads simulated engines announce on the shared virtual
+clock (``SimClock.announce``) as they run, so a ``telemetry`` sampler around plain
+``engine.infer()`` calls reads the board under that engine's load with nothing else to set up. A
+window set on the source wins over the clock's. Outside any load the board idles (at the idle
+power of the last load seen). Temperature follows a first-order thermal model,
+``dT/dt = (ambient + R * P - T) / tau``, carried across windows, so back-to-back runs start warm.
+Noise is small, Gaussian and seeded; memory has none (allocations are deterministic).
 """
 
 import math
@@ -77,9 +81,17 @@ class SimulatedSource(Source):
         """Close every open load window at ``t_end``."""
         self.windows = [(a, float(t_end) if b is None else b, w) for a, b, w in self.windows]
 
+    def _latest(self) -> Any:
+        """The workload to read idle figures from: the source's own, else the last one seen."""
+        if self.workload is not None:
+            return self.workload
+        if self.windows:
+            return self.windows[-1][2]
+        last = getattr(self.clock, "last_load", None)
+        return last() if last is not None else None
+
     def max_gpu_clock_mhz(self) -> Optional[float]:
-        wl = self.workload if self.workload is not None else (self.windows[-1][2] if self.windows else None)
-        return _attr(wl, "max_gpu_clock_mhz")
+        return _attr(self._latest(), "max_gpu_clock_mhz")
 
     # -- the model -----------------------------------------------------------------------------
     def _idle_power(self, wl: Any) -> float:
@@ -95,16 +107,18 @@ class SimulatedSource(Source):
         return _attr(wl, "thermal_tau_s", THERMAL_TAU_S) or THERMAL_TAU_S
 
     def _active(self, t: float) -> Any:
-        """The workload running at ``t``, or None when idle (the latest window wins)."""
+        """The workload running at ``t``, or None when idle (the latest window wins, then what the
+        engines on the clock announced)."""
         for a, b, wl in reversed(self.windows):
             if a <= t and (b is None or t < b):
                 return wl
-        return None
+        load_at = getattr(self.clock, "load_at", None)
+        return load_at(t) if load_at is not None else None
 
     def _state(self, t: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
         """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``."""
         wl = self._active(t)
-        base = self.workload if self.workload is not None else (self.windows[-1][2] if self.windows else None)
+        base = self._latest()
         if wl is None:
             idle_clock = _attr(base, "idle_gpu_clock_mhz")
             if idle_clock is None and base is not None:
@@ -129,7 +143,11 @@ class SimulatedSource(Source):
         piecewise-constant power (boundaries at the load windows' edges)."""
         if t <= self._thermal_t:
             return
-        edges = sorted({x for a, b, _ in self.windows for x in (a, b) if x is not None and self._thermal_t < x < t})
+        edges = {x for a, b, _ in self.windows for x in (a, b) if x is not None and self._thermal_t < x < t}
+        clock_edges = getattr(self.clock, "load_edges", None)
+        if clock_edges is not None:
+            edges.update(clock_edges(self._thermal_t, t))
+        edges = sorted(edges)
         cur = self._thermal_t
         for nxt in edges + [t]:
             power, _, _, _, _, wl = self._state(cur)

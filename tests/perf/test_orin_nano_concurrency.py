@@ -18,10 +18,13 @@ PRECISIONS = ["int8", "fp16", "tf32"]
 BATCHES = [1, 2, 4, 8, 16]
 PROCESSES = [1, 2, 4, 8]
 
-# The study's own figures for ResNet50 int8 on one process, with room for run-to-run noise.
+# The study's own figures for ResNet50 int8 on one process, ~500 img/s at batch 1 and ~1000 at
+# batch 8, were trtexec's (inferences pipelined, no wait between them). This suite's own loop copies
+# in and out and waits for every inference: on the same GPU time about 400 and 940 img/s. The bounds
+# are those, with the same room for run-to-run noise as before (0.8 and 0.85 of the figure).
 ABSOLUTE = {
-    ("resnet50", "int8", 1): dict(throughput=">= 400/s"),
-    ("resnet50", "int8", 8): dict(throughput=">= 850/s"),
+    ("resnet50", "int8", 1): dict(throughput=">= 320/s"),
+    ("resnet50", "int8", 8): dict(throughput=">= 800/s"),
 }
 
 

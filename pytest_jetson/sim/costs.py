@@ -1,0 +1,186 @@
+"""Per-kernel-class achieved rates: the two roofline terms of every kernel of an engine.
+
+Each kernel costs ``max(A / f, B / bw)`` (A: GPU cycles of arithmetic at the achieved rate, B:
+DRAM bytes over the achieved bandwidth fraction), plus a fixed ramp per kernel added in ``core``.
+Nothing is assumed to stay in L2 between kernels: every kernel reads its inputs and weights from
+DRAM and writes its output there. The achieved rate depends on the kernel's class:
+
+* convolutions and matrix products (tensor cores where the precision has them, else CUDA cores):
+  the peak times ``tc_eff`` (``cuda_eff``; ``tf32_factor`` and ``int8_factor`` for TF32 and int8
+  relative to fp16), ``conv_eff`` for a convolution with a window on tensor cores (an implicit GEMM
+  gathering its operands, against a plain GEMM or 1x1 convolution), ``K / (K + k0)`` for the reduction length K, k0 being ``conv_k0`` scaled by the unit's rate relative
+  to fp16 tensor cores (the loop's fixed cost per tile is cycles: a slower unit hides it sooner)
+  (a short reduction cannot hide its operand loads: a 1x1 conv over 16 channels runs far below a
+  3x3 over 256), with input channels padded to the tensor cores' vector width (a 3-channel image
+  pays for 8 in fp16, 16 in int8), and the output tile (``TILES_TC``) that finishes first after
+  padding, operand reuse and wave quantisation over the SMs (a 16-channel conv still fills a
+  32-wide tile; a 7x7 feature map at batch 1 leaves SMs idle; a batch-1 fully connected layer
+  takes a thin tile and is bound by reading its weights). The stride enters
+  through the output size and the whole input each kernel reads;
+* depthwise and thin grouped convolutions: CUDA cores at ``dw_eff``;
+* elementwise, pooling, concat, resize, softmax, reformats and operators without a model:
+  streaming kernels, bound by DRAM at the achieved fraction ``mem_eff`` (their few operations on
+  CUDA cores at ``cuda_eff``).
+
+Every kernel also pays for its elementwise work per output element after its main loop: a
+convolution's fused activation and residual add (a SiLU is an exponential and a reciprocal on the
+special-function units, 16 per SM: next to a thin convolution's few tensor-core cycles per output
+it is not small), an int8 convolution's requantisation, a stand-alone activation's own op.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict
+
+import numpy as np
+
+from .arch import ARCH, PRECISIONS
+from .engine import P_BYTES, Engine, P
+from .workload import KIND
+
+ARCHS = tuple(ARCH)
+A = {a: i for i, a in enumerate(ARCHS)}
+
+
+def _table(unit: str) -> np.ndarray:
+    return np.array([[float(ARCH[a][unit].get(p, 0.0)) for p in PRECISIONS] for a in ARCHS])
+
+
+TC = _table("tensor")
+CUDA = _table("cuda")
+#: Special-function units (exp, reciprocal) per SM: 4 per SM sub-partition from Volta on, 8 before.
+SFU = np.array([{"maxwell": 32.0, "pascal": 32.0}.get(a, 16.0) for a in ARCHS])
+#: Channels a tensor-core kernel pads each input channel group to (its vector width).
+ALIGN = np.array([1, 4, 8, 8, 16, 16, 32], dtype=float)  # fp32 tf32 fp16 bf16 int8 fp8 fp4
+#: Output tiles (M x N) TensorRT's tactics choose from. A smaller tile fills the SMs sooner but
+#: reuses each operand less: its rate relative to 128 x 128 is (reuse / 64) ** 0.3, reuse being
+#: the tile's outputs per operand element loaded, m n / (m + n) (0.81 at 64 x 64, 0.66 at 32 x 32).
+#: Thin tiles serve thin matrices (a batch-1 fully connected layer is a matrix-vector product):
+#: 8 rows on tensor cores (an MMA's narrow side), 1 on CUDA cores.
+TILES_TC = ((128, 128), (128, 64), (64, 128), (64, 64), (64, 32), (32, 64), (32, 32), (16, 64), (8, 128))
+TILES_CUDA = TILES_TC + ((1, 128),)
+_TILE_AREA = 128.0 * 128.0
+
+
+#: Switching energy of one multiply-accumulate relative to fp16 (a multiplier's energy grows about
+#: with the square of its operand width; the accumulators and operand delivery do not shrink).
+MAC_ENERGY = np.array([2.0, 1.5, 1.0, 1.0, 0.5, 0.5, 0.35])  # fp32 tf32 fp16 bf16 int8 fp8 fp4
+
+
+@dataclass
+class Costs:
+    """Per-kernel roofline terms for one (device, precision, batch, unit) or a stack of them."""
+
+    a: np.ndarray      # arithmetic cycles at the achieved rate
+    b: np.ndarray      # DRAM bytes over the achieved bandwidth fraction
+    bytes: np.ndarray  # DRAM bytes actually moved
+    n: int             # kernels (launches)
+    ops: Any = 0.0     # multiply-accumulates weighted by their energy relative to fp16
+
+
+def arch_index(arch: Any) -> Any:
+    """An architecture name, or an array of names or indices, as indices into ARCHS."""
+    if isinstance(arch, str):
+        return A[arch]
+    arr = np.asarray(arch)
+    if arr.dtype.kind in "iu":
+        return arr
+    return np.array([A[str(x)] for x in arr.ravel()], dtype=np.int64).reshape(arr.shape)
+
+
+def _cuda_rate(arch_i: Any, prec: np.ndarray) -> np.ndarray:
+    r = CUDA[arch_i, prec]
+    fp16 = CUDA[arch_i, P["fp16"]]
+    fp32 = CUDA[arch_i, P["fp32"]]
+    return np.where(r > 0, r, np.where(fp16 > 0, fp16, fp32))
+
+
+def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[str, Any]) -> Costs:
+    """Roofline terms of every kernel of ``e`` (or of a stack of engines: then ``arch``, ``sm``,
+    ``has_tc``, ``batch`` and the constants may be per-kernel arrays)."""
+    arch_i = arch_index(arch)
+    kind = e.kind
+    prec = e.prec
+    batch = np.asarray(batch, float)
+    sm = np.asarray(sm, float)
+    mm = (kind == KIND["conv"]) | (kind == KIND["gemm"])
+    tc = np.where(np.asarray(has_tc, bool), TC[arch_i, prec], 0.0)
+    cuda = _cuda_rate(arch_i, prec)
+    fp32 = CUDA[arch_i, P["fp32"]]
+    thin = mm & (e.groups > 1) & ((e.cin_g < 16) | (e.n_out < 16))
+    dense = mm & ~thin
+    on_tc = dense & (tc > 0)
+
+    # Convolutions and matrix products: padded reduction, best tile, K saturation.
+    align = np.where(on_tc, ALIGN[prec], 1.0)
+    window = np.maximum(e.k_red / np.maximum(e.cin_g, 1.0), 1.0)
+    k_pad = np.where(kind == KIND["conv"], np.ceil(e.cin_g / align) * align * window,
+                     np.ceil(e.k_red / align) * align)
+    k_pad = np.maximum(k_pad, e.k_red)
+    m = batch * e.spatial
+    n_out = e.n_out
+    best = np.full(kind.shape, np.inf)
+    useful = np.maximum(e.groups * m * n_out, 1.0)
+    for tm, tn in TILES_CUDA:
+        ctas = e.groups * np.ceil(m / tm) * np.ceil(n_out / tn)
+        per_wave = sm * _TILE_AREA / (tm * tn)
+        waves = np.ceil(ctas / per_wave)
+        reuse = (tm * tn / (tm + tn) / 64.0) ** 0.3
+        cost = waves * per_wave * tm * tn / useful / reuse
+        if tm < 8:
+            cost = np.where(on_tc, np.inf, cost)
+        best = np.minimum(best, cost)
+    unit_eff = np.where(on_tc, c["tc_eff"] * np.where(P_BYTES[prec] >= 4, c["tf32_factor"],
+                                                       np.where(P_BYTES[prec] <= 1, c["int8_factor"], 1.0)),
+                        c["cuda_eff"])
+    # an implicit-GEMM convolution with a window gathers its operands: below a plain GEMM's rate
+    unit_eff = unit_eff * np.where(on_tc & (kind == KIND["conv"]) & (window > 1), c["conv_eff"], 1.0)
+    # The main loop's fixed cost per tile (operand loads in flight before the first product) is
+    # the same cycles whatever the unit: the faster the unit, the longer K it takes to hide it.
+    rate_unit = np.where(on_tc, tc, cuda)
+    k_sat = k_pad / (k_pad + c["conv_k0"] * rate_unit / 1024.0)
+    rate_mm = rate_unit * sm * unit_eff * k_sat
+    work = batch * e.macs * np.where(e.k_red > 0, k_pad / np.maximum(e.k_red, 1.0), 1.0) * np.maximum(best, 1.0)
+    a_mm = work / np.maximum(rate_mm, 1e-9)
+
+    # Depthwise and thin grouped convolutions on CUDA cores.
+    dw = (kind == KIND["depthwise"]) | thin
+    a_dw = batch * e.macs / (cuda * sm * c["dw_eff"])
+
+    # Streaming kernels: their arithmetic on CUDA cores.
+    a_st = batch * e.flops / (2.0 * np.where(P_BYTES[prec] <= 2, cuda, fp32) * sm * c["cuda_eff"])
+    # Elementwise work per output element: special-function ops and plain ones on fp32 lanes.
+    outputs = batch * e.out_bytes / P_BYTES[prec]
+    a_epi = outputs * (e.sfu / SFU[arch_i] + e.simple / fp32) / (sm * c["cuda_eff"])
+    a = np.where(dense, a_mm + a_epi, np.where(dw, a_dw + a_epi, np.maximum(a_st, a_epi)))
+    moved = batch * (e.in_bytes + e.out_bytes) + e.weight_bytes
+    ops = batch * np.maximum(e.macs, e.flops / 2.0) * MAC_ENERGY[prec]
+    return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops)
+
+
+def dla_costs(e: Engine, arch: str, precision: str, batch: int, c: Dict[str, Any]) -> Costs:
+    """The kernels of ``e`` that NVDLA runs, on one DLA core at ``dla_eff`` of its peak."""
+    from .arch import rate
+
+    sel = e.dla_ok & (e.source >= 0)
+    r = rate(arch, "dla", precision) or rate(arch, "dla", "fp16")
+    moved = batch * (e.in_bytes[sel] + e.out_bytes[sel]) + e.weight_bytes[sel]
+    a = batch * e.macs[sel] / (max(r, 1.0) * c["dla_eff"])
+    return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(sel.sum()))
+
+
+def fallback_costs(e: Engine, arch: str, sm: int, has_tc: bool, batch: int, c: Dict[str, Any]) -> Costs:
+    """The kernels a DLA engine hands back to the GPU."""
+    sel = ~e.dla_ok & (e.source >= 0)
+    sub = Engine(**{k: (getattr(e, k)[sel] if isinstance(getattr(e, k), np.ndarray) else getattr(e, k))
+                    for k in e.__dataclass_fields__})
+    return gpu_costs(sub, arch, sm, has_tc, batch, c)
+
+
+def memory_per_process(e: Engine, io_in: int, io_out: int, batch: int, c: Dict[str, float]):
+    """Bytes one process holds: engine weights + activation workspace + 2 x batch I/O + context."""
+    weights = float(e.weight_bytes.sum())
+    workspace = c["workspace_factor"] * float((e.in_bytes + e.out_bytes).max()) * batch
+    io = 2.0 * batch * (io_in + io_out) * 4.0  # fp32 bindings, one batch pre-enqueued
+    context = c["context_mb"] * 2.0 ** 20
+    parts = {"weights": weights, "workspace": workspace, "io": io, "context": context}
+    return weights + workspace + io + context, parts

@@ -1,0 +1,159 @@
+"""An engine plan: which precision each kernel runs in, where TensorRT adds reformats, and what
+each kernel reads and writes.
+
+What TensorRT does, as the plan models it:
+
+* fp32/tf32/fp16 engines run every kernel in the engine's precision; a concatenation costs
+  nothing (its producers write straight into their slice of the output: concat elimination).
+* Quantized engines (int8, fp8, fp4) run convolutions, matrix products and pools quantized, and
+  keep in fp16 what TensorRT keeps in fp16: stand-alone elementwise and activation layers,
+  resizes, softmax, and the detection/classification heads (the last convolutions before an
+  output). A concatenation is still eliminated when its inputs share a format; one that joins
+  fp16 and int8 tensors (an upsampled branch beside a convolution's output) becomes a copy into
+  fp16.
+* A convolution, matrix product or pool reads its input only in its own format: where a tensor
+  arrives in another precision, a reformat kernel converts it first. Streaming kernels
+  (elementwise, concat, resize...) convert while they read.
+* The bindings are fp32: an engine in another precision reformats its input after the copy in and
+  its outputs before the copy out.
+"""
+
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from .arch import BYTES, PRECISIONS
+from .workload import KIND, Workload
+
+P = {p: i for i, p in enumerate(PRECISIONS)}
+P_BYTES = np.array([BYTES[p] for p in PRECISIONS], dtype=float)
+QUANTIZED = ("int8", "fp8", "fp4")
+#: Kernels that read their input only in their own precision and layout.
+STRICT = np.array([KIND["conv"], KIND["depthwise"], KIND["gemm"], KIND["pool"]])
+_MM = (KIND["conv"], KIND["gemm"])
+
+
+@dataclass
+class Engine:
+    """Per-kernel arrays of one engine (per item of the batch, except weights)."""
+
+    kind: np.ndarray
+    prec: np.ndarray        # index into PRECISIONS: the kernel's arithmetic and output precision
+    macs: np.ndarray
+    flops: np.ndarray
+    weight_bytes: np.ndarray
+    in_bytes: np.ndarray    # activations read per item
+    out_bytes: np.ndarray   # activations written per item
+    spatial: np.ndarray     # output positions per item (the GEMM's M per item)
+    n_out: np.ndarray       # output channels per group (N)
+    k_red: np.ndarray       # reduction length per output (K = input channels per group x window)
+    cin_g: np.ndarray       # input channels per group
+    groups: np.ndarray
+    sfu: np.ndarray         # special-function ops per output element (fused epilogue or the op)
+    simple: np.ndarray      # other elementwise ops per output element
+    dla_ok: np.ndarray
+    source: np.ndarray      # the workload kernel it came from; -1 for a reformat
+    reformats: int
+
+    @property
+    def n(self) -> int:
+        return int(self.kind.size)
+
+
+def _heads(w: Workload) -> np.ndarray:
+    """Convolutions/matrix products from which a graph output is reached through no other one."""
+    n = w.n_kernels
+    reaches = np.zeros(n, bool)
+    consumers: Dict[int, List[int]] = {}
+    for k, t in zip(w.e_kernel, w.e_tensor):
+        consumers.setdefault(int(t), []).append(int(k))
+    outs_of: Dict[int, List[int]] = {}
+    for t, p in enumerate(w.t_producer):
+        if p >= 0:
+            outs_of.setdefault(int(p), []).append(t)
+    mm = np.isin(w.kind, _MM)
+    # walk backwards: a kernel "reaches" an output if one of its tensors is an output or feeds a
+    # non-matmul kernel that reaches one
+    for i in range(n - 1, -1, -1):
+        for t in outs_of.get(i, []):
+            if w.t_output[t] or any(reaches[j] and not mm[j] for j in consumers.get(t, [])):
+                reaches[i] = True
+                break
+    return reaches & mm
+
+
+def plan(w: Workload, precision: str) -> Engine:
+    """The engine TensorRT builds from ``w`` at ``precision`` (already the effective precision)."""
+    n = w.n_kernels
+    base = P[precision]
+    prec = np.full(n, base, dtype=np.int64)
+    kind = w.kind
+    quant = precision in QUANTIZED
+    concat = np.array([k == KIND["concat"] and op == "Concat" for k, op in zip(kind, w.op)], bool)
+    concat_free = concat.copy()
+    if quant:
+        keep16 = np.isin(kind, [KIND["elementwise"], KIND["resize"], KIND["softmax"], KIND["other"]]) | _heads(w)
+        prec = np.where(keep16, P["fp16"], prec)
+        # A concat is eliminated when its inputs share one format (its producers write their slices);
+        # where they do not (an fp16 resize beside an int8 conv), it is a real copy into fp16.
+        inputs: Dict[int, List[int]] = {}
+        for k, t in zip(w.e_kernel, w.e_tensor):
+            inputs.setdefault(int(k), []).append(int(t))
+        for i in np.flatnonzero(concat):
+            srcs = {int(prec[w.t_producer[t]]) if w.t_producer[t] >= 0 else P["fp32"] for t in inputs.get(int(i), [])}
+            if len(srcs) == 1:
+                prec[i] = srcs.pop()
+            else:
+                prec[i] = P["fp16"]
+                concat_free[i] = False
+
+    t_prec = np.full(w.t_producer.size, P["fp32"], dtype=np.int64)  # graph inputs: fp32 bindings
+    produced = w.t_producer >= 0
+    t_prec[produced] = prec[w.t_producer[produced]]
+    strict = np.isin(kind, STRICT)
+    in_bytes = np.zeros(n)
+    reform: Dict[Tuple[int, int], Tuple[float, int]] = {}
+    for k, t, e in zip(w.e_kernel, w.e_tensor, w.e_elems):
+        src = t_prec[t]
+        dst = prec[k]
+        if strict[k] and P_BYTES[src] != P_BYTES[dst]:
+            key = (int(t), int(dst))
+            if key not in reform:
+                reform[key] = (float(w.t_elems[t]), int(src))
+            in_bytes[k] += e * P_BYTES[dst]
+        else:
+            in_bytes[k] += e * P_BYTES[src]
+    out_bytes = w.k_out * P_BYTES[prec]
+    for t in np.flatnonzero(w.t_output):
+        if P_BYTES[t_prec[t]] != 4:
+            reform[(int(t), P["fp32"])] = (float(w.t_elems[t]), int(t_prec[t]))
+
+    keep = ~concat_free
+    k_red = np.where(np.isin(kind, _MM), w.k_macs / np.maximum(w.k_out, 1.0), 1.0)
+    cin_g = np.maximum(w.k_cin / np.maximum(w.k_groups, 1.0), 1.0)
+    groups = np.maximum(w.k_groups, 1.0)
+    n_out = np.maximum(w.k_channels / groups, 1.0)
+    spatial = np.where(kind == KIND["gemm"], np.maximum(w.k_out / np.maximum(w.k_channels, 1.0), 1.0),
+                       np.maximum(w.k_spatial, 1.0))
+    weight_bytes = w.k_weights * P_BYTES[prec]
+    # a quantized convolution rescales and rounds every output in its epilogue
+    simple = w.k_simple + np.where(np.isin(kind, _MM) & (P_BYTES[prec] <= 1), 2.0, 0.0)
+    cols = [kind[keep], prec[keep], w.k_macs[keep], w.k_flops[keep], weight_bytes[keep], in_bytes[keep],
+            out_bytes[keep], spatial[keep], n_out[keep], k_red[keep], cin_g[keep], groups[keep], w.dla_ok[keep],
+            np.flatnonzero(keep), w.k_sfu[keep], simple[keep]]
+    if reform:
+        elems = np.array([v[0] for v in reform.values()])
+        src = np.array([v[1] for v in reform.values()])
+        dst = np.array([k[1] for k in reform])
+        m = len(reform)
+        zeros = np.zeros(m)
+        extra = [np.full(m, KIND["reformat"]), dst, zeros, elems, zeros, elems * P_BYTES[src],
+                 elems * P_BYTES[dst], np.ones(m), np.ones(m), np.ones(m), np.ones(m), np.ones(m),
+                 np.ones(m, bool), np.full(m, -1), zeros, np.ones(m)]
+        cols = [np.concatenate([a, b]) for a, b in zip(cols, extra)]
+    return Engine(kind=cols[0].astype(np.int64), prec=cols[1].astype(np.int64), macs=cols[2], flops=cols[3],
+                  weight_bytes=cols[4], in_bytes=cols[5], out_bytes=cols[6], spatial=cols[7], n_out=cols[8],
+                  k_red=cols[9], cin_g=cols[10], groups=cols[11], dla_ok=cols[12].astype(bool),
+                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], reformats=len(reform))
+

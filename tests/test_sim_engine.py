@@ -1,0 +1,110 @@
+"""The engine TensorRT would build, and what each class of kernel achieves on a board."""
+
+import numpy as np
+import pytest
+
+from pytest_jetson.models import zoo
+from pytest_jetson.models.builder import Net
+from pytest_jetson.models.graph import analyze
+from pytest_jetson.sim import constants, predict
+from pytest_jetson.sim.costs import gpu_costs
+from pytest_jetson.sim.engine import P, plan
+from pytest_jetson.sim.workload import KIND, load
+
+
+def _kinds(e, name):
+    return np.flatnonzero(e.kind == KIND[name])
+
+
+def test_fp16_engine_runs_everything_in_fp16_and_reformats_only_its_bindings():
+    e = plan(load("yolov8n"), "fp16")
+    real = e.source >= 0
+    assert np.all(e.prec[real] == P["fp16"])
+    assert e.reformats == 2  # the fp32 input in, the fp32 output out
+    # concatenations cost nothing: their producers write into their slices
+    assert _kinds(e, "concat").size == 0
+
+
+def test_int8_engine_keeps_in_fp16_what_tensorrt_keeps_and_adds_reformats():
+    w = load("yolov8n")
+    e = plan(w, "int8")
+    real = e.source >= 0
+    ops = [w.op[i] for i in e.source[real]]
+    prec = e.prec[real]
+    kind = e.kind[real]
+    for i, op in enumerate(ops):
+        if kind[i] in (KIND["resize"], KIND["softmax"], KIND["elementwise"]):
+            assert prec[i] == P["fp16"], op  # upsamples, the DFL softmax, the box decode
+    # the detection head's last convolutions feed an output through no other one: fp16
+    heads = [i for i, k in enumerate(e.source[real]) if w.op[k] == "Conv" and prec[i] == P["fp16"]]
+    assert len(heads) == 7  # 3 box + 3 class 1x1 convolutions and the DFL's fixed conv
+    assert np.sum((kind == KIND["conv"]) & (prec == P["int8"])) > 50
+    # an upsampled (fp16) branch joining an int8 one is a real copy; the rest are eliminated
+    assert 0 < _kinds(e, "concat").size < 6
+    assert e.reformats > 6  # fp16 tensors into int8 convolutions, int8 into the fp16 heads
+    assert plan(w, "int8").n > plan(w, "fp16").n
+
+
+def test_resnet50_int8_keeps_its_classifier_in_fp16():
+    e = plan(load("resnet50"), "int8")
+    gemm = _kinds(e, "gemm")
+    assert e.prec[gemm].tolist() == [P["fp16"]]
+    assert np.sum(e.prec[_kinds(e, "conv")] == P["int8"]) == 53
+
+
+def _net(channels, k=3, stride=1, side=56, depthwise=False):
+    net = Net(f"c{channels}", (channels, side, side), structure=True)
+    y = net.conv(net.input, channels, k, stride, k // 2, groups=channels if depthwise else 1, name="conv")
+    net.output(y)
+    return analyze(net.model())
+
+
+def _cycles(stats, precision="fp16", sm=8, arch="ampere"):
+    c = constants.constants(arch)
+    e = plan(load(stats), precision)
+    costs = gpu_costs(e, arch, sm, True, 1, c)
+    conv = np.flatnonzero(e.source >= 0)
+    return float(costs.a[conv].sum()), float(e.macs[conv].sum())
+
+
+def test_thin_convolutions_pay_for_padded_tiles_and_short_reductions():
+    per_mac = {}
+    for ch in (16, 32, 64, 256):
+        cycles, macs = _cycles(_net(ch))
+        per_mac[ch] = cycles / macs
+    # 16 channels fill a 32-wide tile at least, and reduce over 144 values only
+    assert per_mac[16] > 1.8 * per_mac[32] > per_mac[64] > per_mac[256]
+    assert per_mac[16] > 3 * per_mac[256]
+
+
+def test_a_depthwise_convolution_runs_on_cuda_cores_far_below_a_dense_ones_rate():
+    dense, dense_macs = _cycles(_net(128))
+    dw, dw_macs = _cycles(_net(128, depthwise=True))
+    assert dw / dw_macs > 5 * dense / dense_macs
+
+
+def test_a_fused_silu_costs_more_than_a_relu_after_a_thin_convolution():
+    def cost(act):
+        net = Net(act, (16, 160, 160), structure=True)
+        y = net.conv(net.input, 32, 3, 1, 1, name="conv")
+        y = net.silu(y) if act == "silu" else net.relu(y)
+        net.output(y)
+        return _cycles(analyze(net.model()))[0]
+
+    assert cost("silu") > 1.2 * cost("relu")
+
+
+def test_a_batch_one_classifier_reads_its_weights_instead_of_padding_a_matrix():
+    p = predict("nano", "vgg16", "fp16", 1)
+    # vgg16's 124 M classifier weights at 2 bytes over the Nano's 25.6 GB/s: about 10 ms of a
+    # ~90 ms inference, not the 30 ms a 32-row padded tile would cost
+    assert 0.06 < p.gpu_time < 0.12
+
+
+@pytest.mark.parametrize("name", ["yolo11n", "yolov5s", "yolov7"])
+def test_new_detectors_predict(name):
+    res = 672 if name == "yolov5s" else None
+    for precision in ("fp16", "int8"):
+        p = predict("agx-orin-64gb", name, precision, 1, power_mode="MAXN", resolution=res)
+        assert p.throughput > 0 and p.gpu_time > 0
+    assert zoo.task(name) == "detection"
