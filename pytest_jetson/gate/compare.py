@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..metrics import METRICS, format_percent, format_value
 from .bounds import Bound
+from .sequential import decide_once
 from .stats import MetricStats, metric_stats, t_ppf
 
 #: Fingerprint keys that must match for a baseline to be compared (the plugin version does not).
@@ -229,37 +230,35 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
     direction = METRICS[metric].worse
     ratio = stats.value / base.value
     v.change = ratio - 1.0
-    worse = v.change if direction == "higher" else -v.change
     log_r = math.log(ratio)
     bad_log = log_r if direction == "higher" else -log_r
-    # The tolerance in log space, in the bad direction.
-    tol_log = math.log1p(tol) if direction == "higher" else (-math.log1p(-tol) if tol < 1 else math.inf)
 
     word = _change_words(metric, direction, v.change, base.value)
     head = f"{metric} {format_value(metric, stats.value)}{_ci_text(metric, v.ci, confidence)} {word}"
     head += f" tolerance {format_percent(tol)})"
     tail = f"\n  {baseline.describe()}{note}"
-    if stats.se_log is None or base.se_log is None:
-        v.outcome = "fail" if worse > tol else "pass"
-        basis = "no samples to test significance; decided on the values"
-        lead = "perf bound failed: " if v.outcome == "fail" else ""
-        v.message = f"{lead}{head}; {basis}{tail}"
-        return v
-    se = math.sqrt(stats.se_log ** 2 + base.se_log ** 2)
-    df = _welch_df(stats, base)
-    k = t_ppf((1 + confidence) / 2, df) * se
+    # The decision: gate.sequential's rule at one (final) look, its error including the spread
+    # between runs that no within-run estimate sees (the baseline's, else the metric's floor).
+    step = decide_once(metric, stats, base, tol, alpha=(1 - confidence) / 2)
+    k = t_ppf((1 + confidence) / 2, step.df) * step.se
     lo, hi = bad_log - k, bad_log + k
-    z = log_r / se if se > 0 else math.inf
-    v.p_value = math.erfc(abs(z) / math.sqrt(2.0))
+    v.p_value = step.p_value
+    if stats.se_log is None and base.se_log is None:
+        basis = "no within-run error to test; decided with the run-to-run spread alone"
+    else:
+        basis = ""
     sig = f"p{'' if _fmt_p(v.p_value).startswith('<') else '='}{_fmt_p(v.p_value)}, {confidence * 100:.3g}% CI of the change {_worse_range(lo, hi, direction)}"
-    if worse > tol and lo > 0:
+    if basis:
+        sig = f"{basis}; {sig}"
+    if step.decision == "regression":
         v.outcome = "fail"
         v.message = f"perf bound failed: {head}; significant ({sig}){tail}"
-    elif lo <= 0 and hi > tol_log:
+    elif step.decision == "inconclusive":
         v.outcome = "inconclusive"
         v.message = (
             f"{head}; inconclusive: too noisy to tell a change "
-            f"within the tolerance from a regression ({sig}); measure longer (perf.measure(duration=...)) "
+            f"within the tolerance from a regression ({sig}); this noise decides tolerances from "
+            f"{format_percent(step.min_tolerance)}: measure longer (perf.measure(duration=...)) "
             f"or fix the noise{tail}"
         )
     else:
