@@ -176,9 +176,11 @@ def _board_latencies(spec: TestSpec, n: int, rng: np.random.Generator, base: flo
 
 
 def make_run(spec: TestSpec, model: str, seed: int, budget: float, slowdown: float = 1.0,
-             between: float = 0.5, power_up: float = 1.0) -> Run:
+             between: float = 0.5, power_up: float = 1.0, memory_up: float = 1.0) -> Run:
     """One run of ``spec`` under noise ``model`` ("sim" or "board"), long enough for ``budget``
-    requested durations. ``slowdown`` multiplies latency (a regression), ``power_up`` power."""
+    requested durations. ``slowdown`` multiplies latency (a regression), ``power_up`` power,
+    ``memory_up`` memory. ``between``: the explicit run-to-run factor's standard deviation in
+    units of each metric's floor (the board model's own dynamics add to it)."""
     rng = np.random.default_rng([seed, spec.index, 0 if model == "sim" else 1])
     n = int(budget * spec.duration / spec.base) + 2
     if model == "sim":
@@ -198,11 +200,11 @@ def make_run(spec: TestSpec, model: str, seed: int, budget: float, slowdown: flo
     m = t.size
     if model == "sim":
         power = spec.power * power_up * (1 + 0.01 * rng.standard_normal(m))
-        memory = np.full(m, spec.memory)
+        memory = np.full(m, spec.memory * memory_up)
     else:
         power = spec.power * power_up * shift_pow * (
             1 + _ou(rng, m, INTERVAL, 0.62, 0.013) + _ou(rng, m, INTERVAL, 60.0, 0.0045))
-        memory = spec.memory * shift_mem * (1 + 0.002 * rng.standard_normal(m))
+        memory = spec.memory * memory_up * shift_mem * (1 + 0.002 * rng.standard_normal(m))
     return Run(spec, lat, ends, power, memory, t)
 
 
@@ -227,27 +229,52 @@ def measurement(run: Run, measured: float) -> Measurement:
 
 
 # -- the gate on one test ---------------------------------------------------------------------------
-def gate_test(spec: TestSpec, model: str, seed: int, design: Design, slowdown: float = 1.0,
-              between: float = 0.5, bounds: Optional[Dict[str, float]] = None,
-              power_up: float = 1.0, baseline_measured: Optional[float] = None) -> Dict[str, Tuple[str, int]]:
+REGRESSION = {  # a change of twice the tolerance, in each metric's bad direction
+    "throughput": lambda tol: {"slowdown": 1.0 / (1.0 - 2 * tol)},
+    "latency_mean": lambda tol: {"slowdown": 1.0 + 2 * tol},
+    "power": lambda tol: {"power_up": 1.0 + 2 * tol},
+    "energy": lambda tol: {"power_up": 1.0 + 2 * tol},
+    "memory": lambda tol: {"memory_up": 1.0 + 2 * tol},
+}
+
+
+@dataclass
+class Decided:
+    decision: str
+    look: int
+    d: float  # the log worsening at the deciding look
+    within: float  # the within-run part of its error (both runs)
+
+
+def gate_test(spec: TestSpec, model: str, seed: int, design: Design, between: float = 0.5,
+              bounds: Optional[Dict[str, float]] = None, baseline_measured: Optional[float] = None,
+              **change: float) -> Dict[str, Decided]:
     """Record a baseline (one run, measured to the budget), then decide every bound on a second
-    run extended look by look: {metric: (decision, look)}."""
+    run (changed by ``change``: slowdown, power_up, memory_up) extended look by look."""
     bounds = BOUNDS if bounds is None else bounds
     base_run = make_run(spec, model, 2 * seed + 1, design.budget, between=between)
     base_m = measurement(base_run, baseline_measured or design.budget)
     base = {m: metric_stats(base_m, m, keep_sample=False) for m in bounds}
-    cur_run = make_run(spec, model, 2 * seed + 2, design.budget, slowdown=slowdown, between=between,
-                       power_up=power_up)
+    cur_run = make_run(spec, model, 2 * seed + 2, design.budget, between=between, **change)
     seqs = {m: Sequential(m, tol, design) for m, tol in bounds.items()}
-    out: Dict[str, Tuple[str, int]] = {}
+    out: Dict[str, Decided] = {}
     for measured in design.looks():
         cur_m = measurement(cur_run, measured)
         for metric, seq in seqs.items():
             if metric in out:
                 continue
-            step = seq.look(metric_stats(cur_m, metric, keep_sample=False), base[metric], measured)
+            cur = metric_stats(cur_m, metric, keep_sample=False)
+            step = seq.look(cur, base[metric], measured)
             if step.decided:
-                out[metric] = (step.decision, step.look)
+                within = math.hypot(cur.se_log or 0.0, base[metric].se_log or 0.0)
+                sign = 1.0 if METRICS[metric].worse == "higher" else -1.0
+                d = sign * math.log(cur.value / base[metric].value)
+                out[metric] = Decided(step.decision, step.look, d, within)
         if len(out) == len(seqs):
             break
     return out
+
+
+def fails(decision: str, inconclusive_fails: bool = True) -> bool:
+    """Whether a decision fails the run under the shipped flags (or the default ones)."""
+    return decision == "regression" or (inconclusive_fails and decision == "inconclusive")
