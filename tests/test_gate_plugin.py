@@ -201,7 +201,7 @@ def test_update_then_regression_fails_and_improvement_passes(suite, monkeypatch)
     r.assert_outcomes(passed=2)
     r.stdout.fnmatch_lines(["*baselines: wrote 2 entries to baselines/orin-nano-8gb/test_suite.py.json*"])
     doc = baseline_doc(suite)
-    assert doc["schema"] == 1
+    assert doc["schema"] == 2
     assert sorted(doc["entries"]) == ["test_suite.py::test_a", "test_suite.py::test_b"]
     path = suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json"
     text = path.read_text()

@@ -41,7 +41,7 @@ suite's five relative bounds: throughput 5%, latency_mean 5%, memory 5%, power 1
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 
