@@ -287,9 +287,15 @@ def _metric_changed(name: str, old: Dict[str, Any], new: Dict[str, Any], alpha: 
         return a != b
     if name not in METRICS:
         return a != b
-    ea = MetricStats(value=a, se_log=_opt(old.get("se_log")), df=_opt(old.get("df")),
+    sa, sb = _opt(old.get("se_log")), _opt(new.get("se_log"))
+    if sa is None and sb is not None:
+        # stored without an error (a version 1 peak): noise cannot be told from change, so it is
+        # kept until a forced re-recording
+        return False
+    sb = sa if sb is None else sb
+    ea = MetricStats(value=a, se_log=sa, df=_opt(old.get("df")) or _opt(new.get("df")),
                      runs=int(old.get("runs", 1) or 1), between=_opt(old.get("between")))
-    eb = MetricStats(value=b, se_log=_opt(new.get("se_log")), df=_opt(new.get("df")))
+    eb = MetricStats(value=b, se_log=sb, df=_opt(new.get("df")) or _opt(old.get("df")))
     ev = Evidence.of(name, eb, ea)
     return abs(ev.d) > t_isf(alpha / 2, ev.df) * ev.se
 
@@ -650,8 +656,9 @@ def update_file(path: Path, entries: Dict[str, Dict[str, Any]], mode: str = "all
                 remove: Iterable[str] = (), n_metrics: Optional[int] = None,
                 root: Optional[Path] = None) -> Tuple[List[str], List[str]]:
     """Merge ``entries`` into the file under its lock (``merge_entry``); keys in ``remove`` are
-    dropped. One read and at most one write. Returns (written, removed). Raises BaselineError,
-    writing nothing, when the stored file cannot be read or the directory cannot be written."""
+    dropped. When nothing changes: one read, no lock, no write. Otherwise one read-merge-write
+    under the lock. Returns (written, removed). Raises BaselineError, writing nothing, when the
+    stored file cannot be read or the directory cannot be written."""
     path = Path(path)
     remove = list(remove)
     n = n_metrics if n_metrics is not None else sum(len(e.get("metrics") or {}) for e in entries.values())
@@ -660,6 +667,12 @@ def update_file(path: Path, entries: Dict[str, Dict[str, Any]], mode: str = "all
     if block is not None:
         raise BaselineError(f"baseline file {path} cannot be written: {block} is a file where a "
                             f"directory should be; move that file away; nothing was written")
+    # A look without the lock first (reads are safe: files are replaced atomically): when nothing
+    # would change, nothing is written, locked or created.
+    stored = read_file(path).get("entries", {})
+    remove = [k for k in remove if k in stored]
+    if not remove and all(merge_entry(stored.get(k), e, mode, alpha) is None for k, e in entries.items()):
+        return [], []
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if root is not None:

@@ -311,17 +311,19 @@ _batch_means_se = batch_means_se
 
 
 def peak_se(x: np.ndarray, blocks: int = PEAK_BLOCKS) -> Tuple[float, float]:
-    """(an error of the peak of ``x``, its degrees of freedom): the standard deviation of the peaks
-    of ``blocks`` contiguous blocks. The peak of one block varies at least as much as the peak of
-    the whole run, so this errs on the cautious side; a constant series has none."""
+    """(an error of the peak of ``x``, its degrees of freedom), cautious on purpose: the larger of
+    the standard deviation of the peaks of ``blocks`` contiguous blocks and the gap between the
+    highest block peak and the next. A peak set by one rare outlier (an interrupt, a page fault)
+    is as uncertain as that gap: another run may or may not have one. A constant series has none."""
     x = np.asarray(x, dtype=float)
     x = x[np.isfinite(x)]
     k = min(blocks, x.size // 2)
     if k < 3:
         return 0.0 if x.size and float(np.ptp(x)) == 0 else float("nan"), float(max(k - 1, 1))
     size = x.size // k
-    peaks = x[: k * size].reshape(k, size).max(axis=1)
-    return float(peaks.std(ddof=1)), float(k - 1)
+    peaks = np.sort(x[: k * size].reshape(k, size).max(axis=1))
+    gap = float(max(x.max(), peaks[-1]) - peaks[-2])
+    return max(float(peaks.std(ddof=1)), gap), float(k - 1)
 
 
 def _quantile_se(x: np.ndarray, value: float, q: float, inflation: float, df_mean: float) -> Tuple[float, float]:
