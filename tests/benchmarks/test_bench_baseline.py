@@ -75,15 +75,15 @@ def figures(tmp_path):
     rec, rerec, cmp = [], [], []
     for r in range(ROUNDS):
         root = tmp_path / f"round{r}"
-        t, flushed = _timed(lambda: record(baseline.BaselineStore(root, "orin-nano-8gb"), first, ids))
+        t, flushed = _timed(lambda root=root: record(baseline.BaselineStore(root, "orin-nano-8gb"), first, ids))
         assert flushed.count == TESTS and not flushed.errors
         rec.append(t)
         path = baseline.BaselineStore(root, "orin-nano-8gb").path_for(ids[0])
         before = path.read_bytes()
-        t, flushed = _timed(lambda: record(baseline.BaselineStore(root, "orin-nano-8gb"), again, ids))
+        t, flushed = _timed(lambda root=root: record(baseline.BaselineStore(root, "orin-nano-8gb"), again, ids))
         assert flushed.count == 0 and path.read_bytes() == before  # unchanged code: zero bytes
         rerec.append(t)
-        t, verdicts = _timed(lambda: compare(baseline.BaselineStore(root, "orin-nano-8gb"), again, ids))
+        t, verdicts = _timed(lambda root=root: compare(baseline.BaselineStore(root, "orin-nano-8gb"), again, ids))
         assert len(verdicts) == 5 * TESTS and all(v.outcome == "pass" for v in verdicts), \
             [v.message for v in verdicts if v.outcome != "pass"][:3]
         cmp.append(t)
