@@ -108,7 +108,7 @@ def change_words(metric: str, old: float, new: float) -> str:
 
 
 def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple[List[List[str]], int, int]:
-    """Rows (file, test, metric, old, new, change, significant) of the metrics that differ; the
+    """Rows (device, test, metric, old, new, change, significant) of the metrics that differ; the
     number of significant changes that made things worse, and of metrics compared."""
     from ..gate.baseline import REWRITE_ALPHA, _metric_changed
 
@@ -125,8 +125,9 @@ def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple
         words = change_words(name, va, vb)
         if sig and words.endswith("worse"):
             worse += 1
-        rows.append([rel, key.split("::", 1)[-1] if "::" in key else key, name, format_value(name, va),
-                     format_value(name, vb), words, "yes" if sig else "no"])
+        device = rel.split("/", 1)[0] if "/" in rel else ""
+        rows.append([device, key, name, format_value(name, va), format_value(name, vb), words,
+                     "yes" if sig else "no"])
     return rows, worse, len(pairs)
 
 
@@ -167,11 +168,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shown = rows if args.all else [r for r in rows if r[-1] == "yes"]
     lines = [f"pytest-jetson diff: {old_name} -> {new_name}"]
     if shown:
-        lines += table(("file", "test", "metric", "old", "new", "change", "significant"), shown)
+        lines += table(("device", "test", "metric", "old", "new", "change", "significant"), shown)
     for (rel, key) in sorted(set(old) - set(new)):
-        lines.append(f"only in {old_name}: {rel}: {key}")
+        lines.append(f"only in {old_name}: {rel.split('/', 1)[0]} {key}")
     for (rel, key) in sorted(set(new) - set(old)):
-        lines.append(f"only in {new_name}: {rel}: {key}")
+        lines.append(f"only in {new_name}: {rel.split('/', 1)[0]} {key}")
     n_sig = sum(1 for r in rows if r[-1] == "yes")
     hidden = len(rows) - len(shown)
     summary = (f"{compared} metric{'s' if compared != 1 else ''} compared: {n_sig} significant change"
