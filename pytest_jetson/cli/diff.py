@@ -168,7 +168,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shown = rows if args.all else [r for r in rows if r[-1] == "yes"]
     lines = [f"pytest-jetson diff: {old_name} -> {new_name}"]
     if shown:
-        lines += table(("device", "test", "metric", "old", "new", "change", "significant"), shown)
+        if len({r[0] for r in shown}) == 1:  # one device: say it once, above the table
+            lines[0] += f" ({shown[0][0] or 'no device'})"
+            lines += table(("test", "metric", "old", "new", "change", "significant"), [r[1:] for r in shown])
+        else:
+            lines += table(("device", "test", "metric", "old", "new", "change", "significant"), shown)
     for (rel, key) in sorted(set(old) - set(new)):
         lines.append(f"only in {old_name}: {rel.split('/', 1)[0]} {key}")
     for (rel, key) in sorted(set(new) - set(old)):
