@@ -108,10 +108,6 @@ class Design:
         out.append(float(self.budget))
         return out
 
-    @property
-    def final(self) -> bool:
-        return self.budget <= 1.0
-
 
 def spent(total: float, t: float, gamma: float) -> float:
     """Hwang-Shih-DeCani spending function: the share of ``total`` spent by information fraction t."""
@@ -431,11 +427,4 @@ def decide_once(metric: str, current: MetricStats, baseline: MetricStats, tolera
     theta1 = log_worse(metric, min(2.0 * tolerance, 0.999))
     return _step(metric, ev, decision, a, b, 1, 1.0, (a + b) * ev.se <= theta1,
                  min_tolerance(metric, ev.se, a, b))
-
-
-def describe_rule(design: Design) -> str:
-    """The rule in one line, for reports."""
-    return (f"regression when past the tolerance and significant (alpha {design.alpha:.2g} over all "
-            f"looks); within the tolerance when twice the tolerance is excluded (beta "
-            f"{design.beta:.2g}); measured up to {design.budget:g}x the requested duration")
 

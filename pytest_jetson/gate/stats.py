@@ -306,9 +306,6 @@ def batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
     return se, float(k - 1), inflation
 
 
-# kept for callers of the earlier name
-_batch_means_se = batch_means_se
-
 
 def peak_se(x: np.ndarray, blocks: int = PEAK_BLOCKS) -> Tuple[float, float]:
     """(an error of the peak of ``x``, its degrees of freedom), cautious on purpose: the larger of
