@@ -128,3 +128,10 @@ def test_error_rates_hold_under_optional_stopping():
     assert decisions.count("inconclusive") / len(unchanged) <= 0.01 + 3 * math.sqrt(0.01 / 4000)
     # ... and extending is what decided many of them
     assert sum(1 for _, look in unchanged if look > 1) > 0.2 * len(unchanged)
+
+
+def test_a_step_carries_what_the_session_diagnosis_needs():
+    step = sq.decide_once("throughput", stats(0.97, 0.003), stats(1.0, 0.004), 0.05)
+    assert step.d == pytest.approx(-math.log(0.97))
+    assert step.within_se == pytest.approx(0.005)
+    assert step.reason == step.decision == "within_tolerance"

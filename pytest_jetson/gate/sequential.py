@@ -258,14 +258,16 @@ def run_to_run(metric: str, baseline: Optional[MetricStats] = None,
 @dataclass
 class Evidence:
     """The comparison at one look: ``d`` the log worsening, ``se`` its standard error (within both
-    runs and between runs), ``df`` its degrees of freedom, and ``floor_se`` the part no longer
-    measurement removes (the baseline's and the between-run error)."""
+    runs and between runs), ``df`` its degrees of freedom, ``floor_se`` the part no longer
+    measurement removes (the baseline's and the between-run error), ``within_se`` the current
+    run's within-run error and ``baseline_se`` the baseline's."""
 
     d: float
     se: float
     df: Optional[float]
     floor_se: float
     within_se: float
+    baseline_se: float = 0.0
 
     @classmethod
     def of(cls, metric: str, current: MetricStats, baseline: MetricStats,
@@ -286,7 +288,8 @@ class Evidence:
             if v > 0:
                 den += v * v / max(df or 1e9, 1.0)
         dof = var * var / den if den > 0 else None
-        return cls(d=d, se=math.sqrt(var), df=dof, floor_se=math.sqrt(v0 + vb), within_se=math.sqrt(vc))
+        return cls(d=d, se=math.sqrt(var), df=dof, floor_se=math.sqrt(v0 + vb), within_se=math.sqrt(vc),
+                   baseline_se=math.sqrt(v0))
 
 
 @dataclass
@@ -296,7 +299,9 @@ class Step:
     worse), ``worse_ci`` (its interval at the look's efficacy level), ``p_value`` (two-sided, of no
     change), ``se``/``df`` of the log worsening, the boundaries ``a``/``b`` (t scale), ``look`` (1..),
     ``fraction`` (of the budget measured), ``resolvable`` (whether the budget can decide this noise)
-    and ``min_tolerance`` (the smallest tolerance this noise, measured to the budget, could decide)."""
+    and ``min_tolerance`` (the smallest tolerance this noise, measured to the budget, could decide).
+    ``d`` and ``within_se`` (the log worsening and the within-run part of its error) feed
+    ``family.excess_spread`` at the end of a session."""
 
     decision: str
     worse: float
@@ -310,6 +315,8 @@ class Step:
     fraction: float
     resolvable: bool
     min_tolerance: float
+    d: float = 0.0
+    within_se: float = 0.0
 
     @property
     def decided(self) -> bool:
@@ -412,7 +419,8 @@ def _step(metric: str, ev: Evidence, decision: str, a: float, b: float, look: in
     return Step(decision=decision, worse=worse_fraction(metric, ev.d),
                 worse_ci=(worse_fraction(metric, lo), worse_fraction(metric, hi)),
                 p_value=min(p, 1.0), se=ev.se, df=ev.df, a=a, b=b, look=look, fraction=fraction,
-                resolvable=resolvable, min_tolerance=min_tol)
+                resolvable=resolvable, min_tolerance=min_tol, d=ev.d,
+                within_se=math.hypot(ev.within_se, ev.baseline_se))
 
 
 def decide_once(metric: str, current: MetricStats, baseline: MetricStats, tolerance: float,
