@@ -394,14 +394,13 @@ class Sequential:
         az, bz = boundaries(self.history, self.design)
         a, b = _to_t(az[-1], ev.df), _to_t(bz[-1], ev.df)
         decision = decide(self.metric, ev, self.tolerance, a, b, final)
-        # Can the budget resolve it? The final boundaries, approximated (cautiously) by single
-        # looks at what is left to spend: a diagnostic, not part of the decision.
+        # Can the budget resolve it? The final boundaries, approximated by one look's (the
+        # spending functions leave most of alpha and beta to the end): a diagnostic only.
         if final:
             a_end, b_end = a, b
         else:
-            left_a = max(self.design.alpha - spent(self.design.alpha, frac, self.design.alpha_gamma), 1e-300)
-            left_b = max(self.design.beta - spent(self.design.beta, frac, self.design.beta_gamma), 1e-300)
-            a_end, b_end = _to_t(norm_isf(left_a), ev.df), _to_t(norm_isf(left_b), ev.df)
+            a_end = _to_t(norm_isf(self.design.alpha), ev.df)
+            b_end = _to_t(norm_isf(self.design.beta), ev.df)
         se_end = math.sqrt(proj_var)
         theta1 = log_worse(self.metric, min(2.0 * self.tolerance, 0.999))
         resolvable = (a_end + b_end) * se_end <= theta1
