@@ -42,7 +42,9 @@ class Metric:
 
     ``worse``: the direction in which it gets worse ("higher" or "lower"). ``estimator``: how its
     error is estimated, "mean" (batch means), "quantile" (order statistics at ``quantile``),
-    "pool" (each worker's own batch means) or "value" (none: decided on the values alone).
+    "pool" (each worker's own batch means) or "value" (no error from per-iteration samples:
+    ``gate.stats`` takes telemetry metrics' errors from their sample series and peaks' from the
+    spread of block peaks).
     ``sample``: the compact sample a baseline stores for it (metrics sharing one name share one
     sample). ``source``: what measures it. ``hint``: why it may be missing and the fix.
     ``run_to_run``: the standard deviation of log(value) between runs on one board that the gate

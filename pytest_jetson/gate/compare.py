@@ -275,14 +275,6 @@ def _worse_range(lo: float, hi: float, direction: str) -> str:
     return f"{pct(lo)}..{pct(hi)} (positive is worse)"
 
 
-def _welch_df(a: MetricStats, b: MetricStats) -> Optional[float]:
-    if a.df is None or b.df is None or a.se_log is None or b.se_log is None:
-        return None
-    va, vb = a.se_log ** 2, b.se_log ** 2
-    den = (va ** 2 / a.df if a.df > 0 else 0) + (vb ** 2 / b.df if b.df > 0 else 0)
-    return (va + vb) ** 2 / den if den > 0 else None
-
-
 def _change_words(metric: str, direction: str, change: float, base: float) -> str:
     rel = abs(change) * 100
     where = "above" if change > 0 else "below"
