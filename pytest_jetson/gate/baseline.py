@@ -175,7 +175,8 @@ def _sig(x: float, digits: int) -> Any:
 
 
 def _metric_record(st: MetricStats) -> Dict[str, Any]:
-    exact = st.se_log is None and float(st.value).is_integer()  # a byte count read once: keep it
+    # a byte count with no spread (read once, or constant over the run): keep it exact
+    exact = not st.se_log and float(st.value).is_integer()
     d: Dict[str, Any] = {"value": int(st.value) if exact else _sig(st.value, _digits(st.se_log)),
                          "n": int(st.n)}
     if st.se_log is not None:
