@@ -201,4 +201,4 @@ def test_a_run_compared_with_itself_never_fails_and_shows_no_change(seed, metric
         assert v.outcome == "pass"
     # the stored value is rounded to what the measurement resolves: far below its own error
     assert abs(v.change) < 0.05 * (ref_of(m).metrics[metric].se_log or 1e-3) + 1e-6
-    assert v.p_value > 0.99
+    assert v.p_value > 0.95  # the rounding moves it by at most a fortieth of its error
