@@ -42,9 +42,14 @@ class Metric:
 
     ``worse``: the direction in which it gets worse ("higher" or "lower"). ``estimator``: how its
     error is estimated, "mean" (batch means), "quantile" (order statistics at ``quantile``),
-    "pool" (each worker's own batch means) or "value" (none: decided on the values alone).
+    "pool" (each worker's own batch means) or "value" (no error from per-iteration samples:
+    ``gate.stats`` takes telemetry metrics' errors from their sample series and peaks' from the
+    spread of block peaks).
     ``sample``: the compact sample a baseline stores for it (metrics sharing one name share one
     sample). ``source``: what measures it. ``hint``: why it may be missing and the fix.
+    ``run_to_run``: the standard deviation of log(value) between runs on one board that the gate
+    assumes when a baseline carries no estimate of its own (what no within-run error can see:
+    another boot, another thermal state; see README, "The statistics of the gate").
     """
 
     name: str
@@ -56,6 +61,7 @@ class Metric:
     estimator: str = "value"
     quantile: Optional[float] = None
     sample: Optional[str] = None
+    run_to_run: float = 0.01
 
     @property
     def unit(self) -> str:
@@ -93,15 +99,15 @@ _ROWS = (
            "no memory reading: the engine reported no memory and no telemetry ran (use perf.measure, "
            "or enable telemetry with --jetson-telemetry)"),
     Metric("power", "power", "higher", "telemetry", "mean board power over the window",
-           _TELEMETRY_HINT.format(what="board power")),
+           _TELEMETRY_HINT.format(what="board power"), run_to_run=0.02),
     Metric("power_peak", "power", "higher", "telemetry", "highest board power sample",
-           _TELEMETRY_HINT.format(what="board power")),
+           _TELEMETRY_HINT.format(what="board power"), run_to_run=0.02),
     Metric("energy", "energy", "higher", "telemetry", "board energy per item (power integral / items)",
-           _TELEMETRY_HINT.format(what="board power")),
+           _TELEMETRY_HINT.format(what="board power"), run_to_run=0.02),
     Metric("gpu_util", "percent", "lower", "telemetry", "mean GPU utilisation",
            _TELEMETRY_HINT.format(what="GPU load")),
     Metric("temperature", "temperature", "higher", "telemetry", "highest temperature over the sensors",
-           _TELEMETRY_HINT.format(what="temperatures")),
+           _TELEMETRY_HINT.format(what="temperatures"), run_to_run=0.03),
     Metric("per_process_throughput", "rate", "lower", "process_pool",
            "throughput of the slowest worker of a pool",
            "per_process_throughput needs a process pool: record a process_pool(...) measurement",

@@ -201,7 +201,7 @@ def test_update_then_regression_fails_and_improvement_passes(suite, monkeypatch)
     r.assert_outcomes(passed=2)
     r.stdout.fnmatch_lines(["*baselines: wrote 2 entries to baselines/orin-nano-8gb/test_suite.py.json*"])
     doc = baseline_doc(suite)
-    assert doc["schema"] == 1
+    assert doc["schema"] == 2
     assert sorted(doc["entries"]) == ["test_suite.py::test_a", "test_suite.py::test_b"]
     path = suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json"
     text = path.read_text()
@@ -388,3 +388,34 @@ def test_plots_written(suite, monkeypatch):
     names = sorted(p.name for p in (suite.path / "plots").iterdir())
     assert names == ["comparison.png", "test_suite.py_test_a.png", "test_suite.py_test_b.png"]
     assert (suite.path / "plots" / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_rerecording_unchanged_code_with_another_seed_writes_nothing(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines").assert_outcomes(passed=2)
+    path = suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json"
+    before, mtime = path.read_bytes(), path.stat().st_mtime_ns
+    for seed in ("3", "4"):
+        monkeypatch.setenv("SEED", seed)
+        r = run(suite, "--jetson-update-baselines")
+        r.assert_outcomes(passed=2)
+        r.stdout.fnmatch_lines(["*baselines: nothing to write (no entry new or changed beyond noise)*"])
+    assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
+    # no lock or temporary file beside it that `git add baselines/` would pick up
+    leftovers = [p.name for p in path.parent.iterdir() if p.name.endswith((".tmp", ".lock"))]
+    gitignore = (suite.path / "baselines" / ".gitignore").read_text()
+    assert all(p.endswith(".lock") for p in leftovers) and ".*.lock" in gitignore
+
+
+def test_a_bad_baseline_file_errors_its_module_only(suite):
+    suite.makepyfile(test_suite=SUITE, test_other=SUITE)
+    run(suite, "--jetson-update-baselines").assert_outcomes(passed=4)
+    bad = suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json"
+    text = bad.read_text().replace('"n": ', '"n": "many", "was": ', 1)
+    bad.write_text(text)
+    r = run(suite, "--jetson-missing-baseline=fail")
+    r.assert_outcomes(passed=3, failed=1)
+    r.stdout.fnmatch_lines(["*test_suite.py::test_a*", "*'n' must be a whole number >= 1, got 'many'*"])
+    assert "INTERNALERROR" not in r.stdout.str()
+    run(suite, "--jetson-update-baselines")
+    assert bad.read_text() == text  # never written over

@@ -18,6 +18,7 @@ COMMANDS: Dict[str, str] = {
     "calibrate": "the simulator against published results: error per row and MAPE",
     "compare": "compare two JSON reports; exit 1 on regressions",
     "show": "list the stored baselines",
+    "diff": "what changed between two baseline directories or git revisions",
     "plot": "draw the research's figures from a JSON report",
 }
 

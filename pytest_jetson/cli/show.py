@@ -22,10 +22,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="metrics to show (default: throughput, latency_p99, memory, power)")
     args = p.parse_args(argv)
     root = Path(args.path)
-    if root.is_file():
-        files = [root]
-    elif root.is_dir():
+    if root.is_dir():
         files = sorted(root.rglob("*.json"))
+    elif root.exists() or root.is_symlink():
+        files = [root]  # a file, or something that is not one: describe_file names what it is
     else:
         sys.stderr.write(f"pytest-jetson show: {root} does not exist; baselines are written by "
                          f"pytest --jetson-update-baselines (default directory: baselines)\n")
@@ -40,6 +40,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             errors.append(str(exc))
             continue
         rel = f.relative_to(root).as_posix() if root.is_dir() else f.name
+        if not entries:
+            continue
         for e in entries:
             fp = e["fingerprint"]
             env = ", ".join(str(x) for x in (fp.get("power_mode"), fp.get("precision"),

@@ -3,28 +3,30 @@
 ``check(bound, measurement, baseline)`` returns a ``Verdict`` (``gate.verdict``): data, never
 prose; ``report.render`` words it.
 
-The relative decision, per metric, on r = current / baseline and the worsening w (r - 1 for
-metrics where higher is worse, 1 - r where lower is worse; positive is worse):
+The relative decision is ``gate.sequential``'s, on the log worsening d of current / baseline
+(positive is worse) with an error that adds the run-to-run spread (``metrics.METRICS[m].run_to_run``
+or the baseline's pooled spread) to both runs' within-run errors:
 
-* regression (fail) when w > tolerance **and** the change is significant: the lower end of the
-  two-sided ``confidence`` interval of log r (in the bad direction) is above 0, a one-sided test at
-  level (1 - confidence) / 2, so run-to-run wobble never fails a gate on its own, and a tiny but
+* regression (fail) when the worsening is past the tolerance **and** significant at one-sided level
+  (1 - confidence) / 2, so run-to-run wobble never fails a gate on its own, and a tiny but
   significant change inside the tolerance never does either;
-* inconclusive when that interval contains 0 but reaches past the tolerance;
-* within the tolerance (or an improvement, when significant in the good direction) otherwise.
+* within the tolerance (or an improvement, when significant in the good direction) when a
+  worsening of twice the tolerance is excluded at the same level;
+* inconclusive otherwise: the noise cannot tell the tolerance from twice it (``min_tolerance``
+  says which tolerance it could decide).
 
-Metrics with no error estimate (memory, power, latency_max, ...) are decided on the values
-(``basis="values"``). Absolute bounds are decided on the measured value; the verdict carries its
-interval.
+The recorder may decide it look by look while it extends a measurement (``Sequential``) and pass
+the last ``step``; otherwise it is decided once here. Absolute bounds are decided on the measured
+value; the verdict carries its interval.
 """
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..metrics import METRICS
 from .bounds import Bound
-from .stats import MetricStats, metric_stats, t_ppf
+from .sequential import Step, decide_once
+from .stats import MetricStats, metric_stats
 from .verdict import Verdict, outcome_of
 
 #: Fingerprint keys that must match for a baseline to be compared (the plugin version does not).
@@ -104,16 +106,11 @@ def check_absolute(bound: Bound, measurement: Any, confidence: float = 0.99,
                     ci=stats.interval(confidence), confidence=confidence)
 
 
-def _worse_fraction(log_bad: float, direction: str) -> float:
-    """A change in log space, bad direction, as the fraction by which the metric got worse."""
-    return math.expm1(log_bad) if direction == "higher" else -math.expm1(-log_bad)
-
-
 def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRef],
                    confidence: float = 0.99, missing_baseline: str = "skip",
                    fingerprint: Optional[Dict[str, Any]] = None, allow_env_mismatch: bool = False,
                    device: str = "", stats: Optional[MetricStats] = None,
-                   compared_keys: Sequence[str] = COMPARED_KEYS) -> Verdict:
+                   compared_keys: Sequence[str] = COMPARED_KEYS, step: Optional[Step] = None) -> Verdict:
     metric = bound.metric
     tol = float(bound.tolerance or 0.0)
     if stats is None:
@@ -139,41 +136,18 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
         return _verdict(bound, measurement, "cannot_check",
                         detail=f"cannot compare non-positive values ({stats.value} now, {base.value} "
                                f"in the baseline)", **numbers)
-    direction = METRICS[metric].worse
     ratio = stats.value / base.value
-    log_r = math.log(ratio)
-    bad_log = log_r if direction == "higher" else -log_r
-    worse = _worse_fraction(bad_log, direction)
-    # The tolerance in log space, in the bad direction.
-    tol_log = math.log1p(tol) if direction == "higher" else (-math.log1p(-tol) if tol < 1 else math.inf)
-    numbers.update(change=ratio - 1.0, worse=worse)
-    if stats.se_log is None or base.se_log is None:
-        reason = "regression" if worse > tol else "within_tolerance"
-        return _verdict(bound, measurement, reason, basis="values", **numbers)
-    se = math.sqrt(stats.se_log ** 2 + base.se_log ** 2)
-    df = _welch_df(stats, base)
-    k = t_ppf((1 + confidence) / 2, df) * se
-    lo, hi = bad_log - k, bad_log + k
-    z = log_r / se if se > 0 else math.inf
-    numbers.update(p_value=math.erfc(abs(z) / math.sqrt(2.0)), basis="statistics",
-                   worse_ci=(_worse_fraction(lo, direction), _worse_fraction(hi, direction)))
-    if worse > tol and lo > 0:
-        reason = "regression"
-    elif lo <= 0 and hi > tol_log:
-        reason = "inconclusive"
-    elif hi < 0:
-        reason = "improvement"
-    else:
-        reason = "within_tolerance"
+    # The decision: gate.sequential's rule at one (final) look unless the recorder already decided
+    # it look by look; its error includes the spread between runs that no within-run estimate sees.
+    if step is None:
+        step = decide_once(metric, stats, base, tol, alpha=(1 - confidence) / 2)
+    basis = "spread" if stats.se_log is None and base.se_log is None else "statistics"
+    numbers.update(change=ratio - 1.0, worse=step.worse, worse_ci=step.worse_ci,
+                   p_value=step.p_value, basis=basis, min_tolerance=step.min_tolerance)
+    if step.look > 1:
+        numbers["looks"] = step.look
+    reason = step.decision if step.decision != "continue" else "inconclusive"
     return _verdict(bound, measurement, reason, **numbers)
-
-
-def _welch_df(a: MetricStats, b: MetricStats) -> Optional[float]:
-    if a.df is None or b.df is None or a.se_log is None or b.se_log is None:
-        return None
-    va, vb = a.se_log ** 2, b.se_log ** 2
-    den = (va ** 2 / a.df if a.df > 0 else 0) + (vb ** 2 / b.df if b.df > 0 else 0)
-    return (va + vb) ** 2 / den if den > 0 else None
 
 
 def check(bound: Bound, measurement: Any, baseline: Optional[BaselineRef] = None,

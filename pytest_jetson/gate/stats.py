@@ -1,27 +1,36 @@
 """Statistics of one metric of one measurement, as the gate compares them and baselines store them.
 
 The gate works on the log of a metric (ratios are what tolerances speak of) and needs, per side,
-the metric's value and the standard error of its log. How that error is estimated:
+the metric's value and the standard error of its log *within the run*. How that error is
+estimated, by the metric's ``estimator`` in ``pytest_jetson.metrics``:
 
-* mean-like metrics (``latency_mean``, ``throughput`` (through the mean latency: throughput is
-  batch / mean latency), ``per_process_throughput``): the standard error of the mean by *batch means* (the ordered samples cut into up to 30 contiguous batches),
-  which stays honest when consecutive iterations are correlated (DVFS, thermal drift, a noisy
-  neighbour), where the textbook sd/sqrt(n) is too small;
-* quantiles (``latency_p50`` .. ``latency_p99``): the distribution-free order-statistic interval
+* ``mean`` (``throughput`` through the mean latency, ``latency_mean``, ``per_process_throughput``):
+  the standard error of the mean by *batch means*: the ordered samples cut into up to 30
+  contiguous batches, fewer while neighbouring batch means still correlate (DVFS steps, thermal
+  drift, a noisy neighbour), where the textbook sd/sqrt(n) is too small;
+* ``quantile`` (``latency_p50`` .. ``latency_p99``): the distribution-free order-statistic interval
   (the binomial spread of the rank of a quantile), widened by the same autocorrelation factor the
   batch means found for the mean; the spacing above a tail quantile is capped at ``OUTLIER_CAP``
-  times the spacing below (one interrupt beyond the p99 of a short run must not make every p99
-  undecidable), and its degrees of freedom are the order statistics it rests on, n * (1 - q);
-* everything else (``memory``, ``power``, ``latency_max``, ...): no error estimate; the gate
-  decides those on the values alone and says so.
+  times the spacing below, and its degrees of freedom are the order statistics it rests on;
+* ``series mean`` (``power``, ``gpu_util``): batch means over the telemetry samples of the window
+  (``Measurement.extra["telemetry_series"]``), the same autocorrelation-respecting estimator;
+  ``energy`` (per item, mean power over throughput) adds the power's and the throughput's errors;
+* ``peak`` (``latency_max``, ``memory``, ``power_peak``, ``temperature``): the spread of the peaks
+  of ``PEAK_BLOCKS`` contiguous blocks of the series, a conservative error for a maximum (the peak
+  of the whole run varies less from run to run than the peak of one block does).
 
-A baseline keeps, per metric, these numbers plus a compact sample (at most ``COMPACT_POINTS``
-quantile-preserving points) so later runs, reports and rank tests can use the distribution
-without storing every iteration. numpy only (scipy is not a dependency).
+What no within-run estimator can see is the spread *between* runs (another boot, another thermal
+state): ``pytest_jetson.gate.sequential`` adds it from the baseline or from the metric's
+``run_to_run`` floor.
+
+A baseline keeps, per metric, the value, ``se_log``, ``df`` and ``n``, plus a compact quantile
+sample per sample kind. numpy only (scipy is not a dependency; the tests check these functions
+against it).
 """
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -30,14 +39,22 @@ from ..metrics import METRICS
 
 COMPACT_POINTS = 200
 BATCHES = 30
+MIN_BATCHES = 5
 MIN_SAMPLES_FOR_ERROR = 8
 OUTLIER_CAP = 3.0
+PEAK_BLOCKS = 8
+#: Above this many degrees of freedom a t quantile is the normal one.
+DF_NORMAL = 1e5
 
 
-
-# -- normal and t quantiles without scipy ----------------------------------------------------------
+# -- normal and t distributions without scipy -------------------------------------------------------
 def norm_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def norm_sf(x: float) -> float:
+    """P(Z > x), accurate far into the tail."""
+    return 0.5 * math.erfc(x / math.sqrt(2.0))
 
 
 def norm_ppf(p: float) -> float:
@@ -70,16 +87,114 @@ def norm_ppf(p: float) -> float:
     return x - u / (1 + x * u / 2)
 
 
-def t_ppf(p: float, df: Optional[float]) -> float:
-    """Student-t quantile by the Cornish-Fisher expansion (good to ~1e-3 for df >= 5)."""
-    z = norm_ppf(p)
-    if df is None or df <= 0 or math.isinf(df):
-        return z
-    df = max(df, 3.0)
+def norm_isf(p: float) -> float:
+    """The z with P(Z > z) = p, accurate for tiny p (1e-12 keeps its digits)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"probability {p} outside (0, 1)")
+    if p > 0.5:
+        return -norm_isf(1.0 - p)
+    x = -norm_ppf(p)
+    for _ in range(3):  # Newton on log P(Z > x): well conditioned in the far tail
+        sf = norm_sf(x)
+        if sf <= 0:
+            break
+        pdf = math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+        x += (sf - p) / pdf
+    return x
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    ln = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+          + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return math.exp(ln) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(ln) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf(x: float, df: Optional[float]) -> float:
+    """P(T > x) for Student's t with ``df`` degrees of freedom (None or inf: the normal)."""
+    if df is None or df <= 0 or df > DF_NORMAL or math.isinf(df):
+        return norm_sf(x)
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + x * x))
+    return tail if x >= 0 else 1.0 - tail
+
+
+def _t_pdf(x: float, df: float) -> float:
+    ln = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+          - (df + 1) / 2 * math.log1p(x * x / df))
+    return math.exp(ln)
+
+
+@lru_cache(maxsize=65536)
+def _t_isf(p: float, df: float) -> float:
+    x = norm_isf(p)
+    z = x
+    # Cornish-Fisher start, then Newton on the exact tail
     g1 = (z ** 3 + z) / 4
     g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
-    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
-    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3
+    x = z + g1 / df + g2 / df ** 2
+    for _ in range(60):
+        sf = t_sf(x, df)
+        pdf = _t_pdf(x, df)
+        if pdf <= 0:
+            break
+        # Newton in log space: the tail spans many orders of magnitude
+        step = (math.log(sf) - math.log(p)) * sf / pdf
+        step = max(min(step, 0.5 * abs(x) + 1.0), -0.5 * abs(x) - 1.0)
+        x += step
+        if abs(step) < 1e-10 * max(1.0, abs(x)):
+            break
+    return x
+
+
+def t_isf(p: float, df: Optional[float]) -> float:
+    """The t with P(T > t) = p for ``df`` degrees of freedom (None or inf: the normal quantile).
+    Accurate far into the tail (p = 1e-9 at df = 5), where the gate's family-wise levels live."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"probability {p} outside (0, 1)")
+    if df is None or df <= 0 or df > DF_NORMAL or math.isinf(df):
+        return norm_isf(p)
+    if p > 0.5:
+        return -t_isf(1.0 - p, df)
+    # 4 significant digits of p and 0.1 of df: boundaries move by far less than their own error
+    return _t_isf(float(f"{p:.4g}"), round(max(float(df), 1.0), 1))
+
+
+def t_ppf(p: float, df: Optional[float]) -> float:
+    """Student-t quantile: the t with P(T <= t) = p."""
+    return -t_isf(p, df)
 
 
 # -- compact samples ----------------------------------------------------------------------------
@@ -105,8 +220,12 @@ def quantile_of(sample: Sequence[float], q: float) -> float:
 
 @dataclass
 class MetricStats:
-    """One metric of one measurement. ``se_log``: standard error of log(value) (None when not
-    estimable); ``df``: its degrees of freedom; ``ci``: the value's interval at ``confidence``."""
+    """One metric of one measurement (or of a baseline entry).
+
+    ``se_log``: standard error of log(value) within the run (None when not estimable); ``df``: its
+    degrees of freedom; ``ci``: the value's interval at ``confidence``. A baseline pooled from
+    several recordings also has ``runs`` (how many) and ``between`` (the standard deviation of
+    log(value) between them)."""
 
     value: float
     n: int = 1
@@ -118,6 +237,8 @@ class MetricStats:
     ci: Optional[Tuple[float, float]] = None
     confidence: Optional[float] = None
     sample: List[float] = field(default_factory=list)
+    runs: int = 1
+    between: Optional[float] = None
 
     def interval(self, confidence: float) -> Optional[Tuple[float, float]]:
         if self.se_log is None or self.value <= 0:
@@ -126,22 +247,26 @@ class MetricStats:
         return (self.value * math.exp(-k), self.value * math.exp(k))
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        d = {
             "value": self.value, "n": self.n, "mean": self.mean, "median": self.median,
             "stdev": self.stdev, "se_log": self.se_log, "df": self.df,
             "ci": None if self.ci is None else [self.ci[0], self.ci[1]],
             "confidence": self.confidence, "sample": list(self.sample),
         }
+        if self.runs > 1:
+            d.update(runs=self.runs, between=self.between)
+        return d
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "MetricStats":
         ci = d.get("ci")
         return cls(
-            value=float(d["value"]), n=int(d.get("n", 1)), mean=_opt(d.get("mean")),
+            value=float(d["value"]), n=int(d.get("n", 1) or 1), mean=_opt(d.get("mean")),
             median=_opt(d.get("median")), stdev=_opt(d.get("stdev")), se_log=_opt(d.get("se_log")),
             df=_opt(d.get("df")), ci=None if ci is None else (float(ci[0]), float(ci[1])),
             confidence=_opt(d.get("confidence")),
-            sample=[float(v) for v in d.get("sample", [])],
+            sample=[float(v) for v in d.get("sample", []) or []],
+            runs=int(d.get("runs", 1) or 1), between=_opt(d.get("between")),
         )
 
 
@@ -149,16 +274,31 @@ def _opt(v: Any) -> Optional[float]:
     return None if v is None else float(v)
 
 
-def _batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
-    """(se of the mean by batch means, its degrees of freedom, inflation over the iid se)."""
+# -- within-run errors ------------------------------------------------------------------------------
+def batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
+    """(se of the mean by batch means, its degrees of freedom, inflation over the iid se).
+
+    Up to ``BATCHES`` contiguous batches; while the means of neighbouring batches still correlate
+    (lag-1 autocorrelation above 2/sqrt(k)), batches are merged pairwise, so the batches grow past
+    the correlation time of the series (a slow drift or a DVFS step spans several of them)."""
+    x = np.asarray(x, dtype=float)
     n = x.size
-    sd = float(x.std(ddof=1))
-    se_iid = sd / math.sqrt(n)
+    sd = float(x.std(ddof=1)) if n > 1 else 0.0
+    se_iid = sd / math.sqrt(n) if n > 0 else 0.0
     k = min(BATCHES, n // 4)
-    if k < 5:
-        return se_iid, float(n - 1), 1.0
-    size = n // k
-    means = x[: k * size].reshape(k, size).mean(axis=1)
+    if k < MIN_BATCHES:
+        return se_iid, float(max(n - 1, 1)), 1.0
+    while True:
+        size = n // k
+        means = x[: k * size].reshape(k, size).mean(axis=1)
+        if k < 2 * MIN_BATCHES:
+            break
+        c = means - means.mean()
+        den = float(np.dot(c, c))
+        r1 = float(np.dot(c[:-1], c[1:])) / den if den > 0 else 0.0
+        if r1 <= 2.0 / math.sqrt(k):
+            break
+        k //= 2
     se_bm = float(means.std(ddof=1)) / math.sqrt(k)
     # Never report less uncertainty than the iid formula: batch means of iid data scatter around it.
     se = max(se_bm, se_iid)
@@ -166,8 +306,156 @@ def _batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
     return se, float(k - 1), inflation
 
 
-def metric_stats(measurement: Any, metric: str, confidence: float = 0.99) -> Optional[MetricStats]:
-    """The statistics of ``metric`` in ``measurement`` (None when it has no value)."""
+
+def peak_se(x: np.ndarray, blocks: int = PEAK_BLOCKS) -> Tuple[float, float]:
+    """(an error of the peak of ``x``, its degrees of freedom), cautious on purpose: the larger of
+    the standard deviation of the peaks of ``blocks`` contiguous blocks and the gap between the
+    highest block peak and the next. A peak set by one rare outlier (an interrupt, a page fault)
+    is as uncertain as that gap: another run may or may not have one. A constant series has none."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    k = min(blocks, x.size // 2)
+    if k < 3:
+        return 0.0 if x.size and float(np.ptp(x)) == 0 else float("nan"), float(max(k - 1, 1))
+    size = x.size // k
+    peaks = np.sort(x[: k * size].reshape(k, size).max(axis=1))
+    gap = float(max(x.max(), peaks[-1]) - peaks[-2])
+    return max(float(peaks.std(ddof=1)), gap), float(k - 1)
+
+
+def _quantile_se(x: np.ndarray, value: float, q: float, inflation: float, df_mean: float) -> Tuple[float, float]:
+    n = x.size
+    s = math.sqrt(q * (1 - q) / n)
+    lo = float(np.quantile(x, max(0.0, q - s)))
+    hi = float(np.quantile(x, min(1.0, q + s)))
+    below, above = max(0.0, value - lo), max(0.0, hi - value)
+    # Beyond a tail quantile of a short run sit the rare outliers (an interrupt, a page fault):
+    # the spacing above may be one of them, and would call every p99 undecidable. Capped at
+    # OUTLIER_CAP times the spacing below; a p99 that is itself an outlier still has a wide
+    # spacing below it.
+    above = min(above, OUTLIER_CAP * below) if below > 0 else above
+    se_log = inflation * (below + above) / 2 / value
+    # The spacing rests on the few order statistics near the quantile (about n(1-q) for a tail
+    # quantile): that, not n, is how far the error estimate itself can be trusted.
+    return se_log, max(4.0, min(df_mean, n * min(q, 1 - q)))
+
+
+# -- telemetry series ---------------------------------------------------------------------------
+def _series(measurement: Any) -> Optional[Dict[str, Any]]:
+    extra = getattr(measurement, "extra", None)
+    d = extra.get("telemetry_series") if isinstance(extra, dict) else None
+    return d if isinstance(d, dict) and d.get("t") else None
+
+
+def _window_column(measurement: Any, series: Dict[str, Any], values: Any) -> np.ndarray:
+    """The samples of a column that lie inside the measured window: a sampler closes with one
+    idle reading after the last iteration, which is not part of what the run did."""
+    t = np.asarray(series.get("t") or [], dtype=float)
+    y = np.array([np.nan if v is None else float(v) for v in (values or [])], dtype=float)
+    if y.size != t.size or not t.size:
+        return y[np.isfinite(y)]
+    duration = float(getattr(measurement, "duration", 0.0) or 0.0)
+    tele = getattr(measurement, "telemetry", None)
+    interval = float(getattr(tele, "interval", None) or 0.0)
+    if duration > 0:
+        inside = (t - t[0]) <= duration + 0.5 * interval + 1e-9
+        # keep at least all but the closing sample
+        if inside.sum() < t.size - 1:
+            inside[: t.size - 1] = True
+        y = y[inside]
+    return y[np.isfinite(y)]
+
+
+def _temperature_column(series: Dict[str, Any]) -> Optional[List[Optional[float]]]:
+    temps = series.get("temps_c") or {}
+    cols = [np.array([np.nan if v is None else float(v) for v in col], dtype=float)
+            for col in temps.values() if col]
+    if not cols:
+        return None
+    n = min(c.size for c in cols)
+    stacked = np.vstack([c[:n] for c in cols])
+    with np.errstate(all="ignore"):
+        hottest = np.where(np.isfinite(stacked).any(axis=0), np.nanmax(np.where(np.isfinite(stacked), stacked, -np.inf), axis=0), np.nan)
+    return [None if not np.isfinite(v) else float(v) for v in hottest]
+
+
+_SERIES_COLUMN = {"power": "board_power_w", "power_peak": "board_power_w", "gpu_util": "gpu_util",
+                  "memory": "memory_bytes"}
+_SERIES_MEAN = ("power", "gpu_util")
+_SERIES_PEAK = ("power_peak", "memory", "temperature")
+
+
+def _series_error(measurement: Any, metric: str, value: float) -> Optional[Tuple[float, float, int]]:
+    """(se_log, df, n) of a telemetry metric from its sample series, or None without one."""
+    series = _series(measurement)
+    if series is None or value <= 0:
+        return None
+    if metric == "temperature":
+        col = _temperature_column(series)
+    else:
+        col = series.get(_SERIES_COLUMN[metric])
+    if col is None:
+        return None
+    y = _window_column(measurement, series, col)
+    if metric == "memory" and getattr(getattr(measurement, "telemetry", None), "memory_peak_bytes", None) is None:
+        return None  # the value is not the series' peak (a worker's RSS, the engine's estimate)
+    if y.size < MIN_SAMPLES_FOR_ERROR:
+        return None
+    if metric in _SERIES_MEAN:
+        se, df, _ = batch_means_se(y)
+        return se / value, df, int(y.size)
+    se, df = peak_se(y)
+    if not math.isfinite(se):
+        return None
+    return se / value, df, int(y.size)
+
+
+# -- one metric -------------------------------------------------------------------------------------
+def _throughput_error(measurement: Any, value: float) -> Optional[Tuple[float, float]]:
+    """(se_log, df) of throughput: batch / mean latency, so the mean latency's relative error; a
+    pool's is its workers' (each from its own iterations) added in quadrature."""
+    workers = getattr(measurement, "workers", None)
+    if workers:
+        # A pool's throughput is the sum of its workers'; their latencies are pooled worker after
+        # worker, so batch means over the pooled list would mistake two tenants' different speeds
+        # for noise.
+        var, dfs = 0.0, []
+        for w in workers:
+            lat = np.asarray(w.latencies or [], dtype=float)
+            lat = lat[np.isfinite(lat)]
+            thr = w.throughput
+            if thr is None or lat.size < MIN_SAMPLES_FOR_ERROR or lat.mean() <= 0:
+                return None
+            se_mean, df, _ = batch_means_se(lat)
+            var += (thr * se_mean / float(lat.mean())) ** 2
+            dfs.append(df)
+        return math.sqrt(var) / value, float(min(dfs))
+    lat = np.asarray(getattr(measurement, "latencies", None) or [], dtype=float)
+    lat = lat[np.isfinite(lat)]
+    if lat.size >= MIN_SAMPLES_FOR_ERROR and lat.mean() > 0:
+        se_mean, df, _ = batch_means_se(lat)
+        return se_mean / float(lat.mean()), df
+    return None
+
+
+def _slowest_worker_error(measurement: Any) -> Optional[Tuple[float, float]]:
+    """(se_log, df) of a pool's per-process throughput (its slowest worker): that worker's own."""
+    workers = [w for w in getattr(measurement, "workers", None) or [] if w.throughput]
+    if not workers:
+        return None
+    slowest = min(workers, key=lambda w: w.throughput)
+    lat = np.asarray(slowest.latencies or [], dtype=float)
+    lat = lat[np.isfinite(lat)]
+    if lat.size < MIN_SAMPLES_FOR_ERROR or lat.mean() <= 0:
+        return None
+    se_mean, df, _ = batch_means_se(lat)
+    return se_mean / float(lat.mean()), df
+
+
+def metric_stats(measurement: Any, metric: str, confidence: float = 0.99,
+                 keep_sample: bool = True) -> Optional[MetricStats]:
+    """The statistics of ``metric`` in ``measurement`` (None when it has no value).
+    ``keep_sample=False`` skips the compact sample (a comparison does not need it)."""
     value = measurement.metric(metric)
     if value is None or not math.isfinite(value):
         return None
@@ -179,64 +467,41 @@ def metric_stats(measurement: Any, metric: str, confidence: float = 0.99) -> Opt
         st.mean = float(x.mean())
         st.median = float(np.median(x))
         st.stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
-        st.sample = compact(x)
-    workers = getattr(measurement, "workers", None)
-    if metric == "throughput" and value > 0 and workers:
-        # A pool's throughput is the sum of its workers'; their latencies are pooled worker after
-        # worker, so batch means over the pooled list would mistake two tenants' different speeds
-        # for noise. Each worker's error comes from its own latencies; the errors add in quadrature.
-        var, dfs = 0.0, []
-        for w in workers:
-            lat = np.asarray(w.latencies or [], dtype=float)
-            lat = lat[np.isfinite(lat)]
-            thr = w.throughput
-            if thr is None or lat.size < MIN_SAMPLES_FOR_ERROR or lat.mean() <= 0:
-                var, dfs = float("nan"), []
-                break
-            se_mean, df, _ = _batch_means_se(lat)
-            var += (thr * se_mean / float(lat.mean())) ** 2
-            dfs.append(df)
-        if dfs and math.isfinite(var):
-            st.se_log = math.sqrt(var) / value
-            st.df = float(min(dfs))
-            st.ci = st.interval(confidence)
-            st.confidence = confidence
-            return st
-    if metric == "throughput" and value > 0:
-        # Throughput is items over the window, i.e. batch / mean latency: its relative error is the
-        # mean latency's, estimated from every iteration (a handful of windows gives few degrees of
-        # freedom, and an adaptive run may stop after three).
-        lat = np.asarray(getattr(measurement, "latencies", None) or [], dtype=float)
-        lat = lat[np.isfinite(lat)]
-        if lat.size >= MIN_SAMPLES_FOR_ERROR and lat.mean() > 0:
-            se_mean, df, _ = _batch_means_se(lat)
-            st.se_log = se_mean / float(lat.mean())
-            st.df = df
-            st.ci = st.interval(confidence)
-            st.confidence = confidence
-            return st
-    if x.size >= MIN_SAMPLES_FOR_ERROR and value > 0:
-        se_mean, df, inflation = _batch_means_se(x)
-        row = METRICS[metric]
-        if row.estimator == "mean" and st.mean:
-            st.se_log = se_mean / abs(st.mean)
-            st.df = df
-        elif row.estimator == "quantile" and row.quantile is not None:
-            q = row.quantile
-            s = math.sqrt(q * (1 - q) / x.size)
-            lo = float(np.quantile(x, max(0.0, q - s)))
-            hi = float(np.quantile(x, min(1.0, q + s)))
-            below, above = max(0.0, value - lo), max(0.0, hi - value)
-            # Beyond a tail quantile of a short run sit the rare outliers (an interrupt, a page
-            # fault): the spacing above may be one of them, and would call every p99 undecidable.
-            # Capped at OUTLIER_CAP times the spacing below; a p99 that is itself an outlier still
-            # has a wide spacing below it.
-            above = min(above, OUTLIER_CAP * below) if below > 0 else above
-            st.se_log = inflation * (below + above) / 2 / value
-            # The spacing rests on the few order statistics near the quantile (about n(1-q) for a
-            # tail quantile): that, not n, is how far the error estimate itself can be trusted.
-            st.df = max(4.0, min(df, x.size * min(q, 1 - q)))
-    if st.se_log is not None:
+        if keep_sample:
+            st.sample = compact(x)
+    row = METRICS[metric]
+    err: Optional[Tuple[float, float]] = None
+    if value > 0:
+        if metric == "throughput":
+            err = _throughput_error(measurement, value)
+        elif metric == "per_process_throughput":
+            err = _slowest_worker_error(measurement)
+        elif metric == "energy":
+            # energy per item = mean power / throughput: the two relative errors add (in
+            # quadrature; they move together under DVFS, so this errs on the cautious side)
+            p = _series_error(measurement, "power", float(measurement.metric("power") or 0.0))
+            thr = measurement.metric("throughput")
+            t = _throughput_error(measurement, float(thr)) if thr else None
+            if p is not None and t is not None:
+                err = (math.hypot(p[0], t[0]), min(p[1], t[1]))
+                st.n = p[2]
+        elif metric in _SERIES_COLUMN or metric == "temperature":
+            found = _series_error(measurement, metric, float(value))
+            if found is not None:
+                err = (found[0], found[1])
+                st.n = found[2]
+        elif metric == "latency_max" and x.size >= MIN_SAMPLES_FOR_ERROR:
+            se, df = peak_se(x)
+            if math.isfinite(se):
+                err = (se / value, df)
+        elif x.size >= MIN_SAMPLES_FOR_ERROR:
+            se_mean, df, inflation = batch_means_se(x)
+            if row.estimator == "mean" and st.mean:
+                err = (se_mean / abs(st.mean), df)
+            elif row.estimator == "quantile" and row.quantile is not None:
+                err = _quantile_se(x, float(value), row.quantile, inflation, df)
+    if err is not None:
+        st.se_log, st.df = float(err[0]), float(err[1])
         st.ci = st.interval(confidence)
         st.confidence = confidence
     return st

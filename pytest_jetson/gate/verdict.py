@@ -86,8 +86,10 @@ class Verdict:
     Values are in the metric's base unit (``metrics.METRICS``). ``ci``: the measured value's
     interval at ``confidence``. Relative bounds: ``change`` is current / baseline - 1; ``worse``
     the same change signed so that positive is worse for this metric; ``worse_ci`` its interval
-    (positive is worse); ``basis`` "statistics" (a significance test) or "values" (a metric with no
-    error estimate, decided on its values). ``env_diffs``: [field, baseline, now] for each
+    (positive is worse); ``basis`` "statistics" (a significance test), "spread" (no within-run
+    error on either side: tested against the run-to-run spread alone) or "values" (decided on the
+    values). ``min_tolerance``: the smallest tolerance this comparison's noise could decide;
+    ``looks``: how many looks a comparison extended by the recorder took (None: one). ``env_diffs``: [field, baseline, now] for each
     fingerprint field that differs. ``detail``: why a bound could not be checked. ``previous``: for
     a recorded bound, the reason the comparison gave before the baseline was rewritten.
     """
@@ -109,6 +111,8 @@ class Verdict:
     worse_ci: Optional[Tuple[float, float]] = None
     p_value: Optional[float] = None
     basis: Optional[str] = None
+    min_tolerance: Optional[float] = None
+    looks: Optional[int] = None
     env_diffs: List[List[Any]] = field(default_factory=list)
     env_ignored: bool = False
     baseline_file: str = ""

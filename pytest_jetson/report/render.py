@@ -6,6 +6,7 @@ One sign convention everywhere: a change is "x% worse" or "x% better" in the met
 direction (``metrics.METRICS[...].worse``), never a bare signed number.
 """
 
+import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
@@ -120,6 +121,9 @@ def headline(v: V.Verdict) -> str:
     }.get(shown, "")
     if v.basis == "values":
         decided = "decided on the values (no samples to test significance)"
+    elif v.basis == "spread":
+        decided = (f"no within-run error: tested against the run-to-run spread, {_p(v.p_value)}, "
+                   f"{(v.confidence or 0) * 100:.3g}% CI of the change {worse_interval(v.worse_ci)}")
     else:
         decided = f"{_p(v.p_value)}, {(v.confidence or 0) * 100:.3g}% CI of the change {worse_interval(v.worse_ci)}"
     text = f"{head} ({words} {tol}; {decided})" if words else f"{head} ({tol}; {decided})"
@@ -134,7 +138,9 @@ def message(v: V.Verdict) -> str:
     if v.reason == "cannot_check" and v.detail and "\n" in v.detail:
         lines += ["  " + x.strip() for x in v.detail.splitlines()[1:]]
     if v.reason == "inconclusive":
-        lines.append("  measure longer (perf.measure(duration=...)) or fix the noise")
+        floor = (f"; this noise decides tolerances from {format_percent(v.min_tolerance)}"
+                 if v.min_tolerance is not None and math.isfinite(v.min_tolerance) else "")
+        lines.append(f"  measure longer (perf.measure(duration=...)) or fix the noise{floor}")
     if v.reason == "env_mismatch":
         lines.append("  re-record with --jetson-update-baselines, or compare anyway with "
                      "--jetson-allow-env-mismatch")

@@ -1,174 +1,158 @@
-"""The gate's statistics on the simulated device's seeded noise: how often it cries wolf, how often
-it catches a real regression, and how long a measurement that takes.
+"""The gate's error rates at the level of a whole run, on the library (no pytest session).
 
-For each simulated measurement duration, ``TRIALS`` independent pairs of runs of ResNet50 int8
-batch 8 on the simulated Orin Nano (latencies from ``pytest_jetson.sim.noise.LatencyNoise``: lognormal
-jitter, rare 1.5-4x outliers, slow thermal drift; each run starts at a random point of the drift
-curve, as runs in a real suite do) go through the gate exactly as in a test session: the first run
-becomes a baseline entry (``make_entry``: compact sample, rounding), the second is checked against it
-with a relative bound of ``TOLERANCE``.
+A *run* is the synthetic suite of ``gate_noise.SUITE``: 80 tests shaped like the example suite's
+single-engine tests, each with its five relative bounds (throughput 5%, latency_mean 5%, memory
+5%, power 10%, energy 10%): 400 relative comparisons. Per seed, every test records a baseline
+(one run, measured to the budget) and is then compared with a second run, extended look by look
+by ``gate.sequential`` with the family's design (``gate.family.design_for(400)``: each comparison's
+alpha is 1% / (2 x 400)), as the plugin does once wired. Two noise models (``gate_noise``): the
+simulator's own jitter (``sim``) and noise shaped like a real board's (``board``: replayed Orin
+Nano latencies, DVFS steps, thermal drift, bimodal tests, fitted power wander, run-to-run
+factors).
 
-* A/A: both runs of the same engine. A ``fail`` is a false alarm.
-* A/B: the second run regressed by twice the tolerance (throughput 10% lower, latencies 10%
-  higher). A ``fail`` is a catch.
+* **family false alarms**: the share of seeds whose unchanged run has any failing comparison, with
+  the shipped workflow's flags (``--jetson-inconclusive=fail``: an inconclusive comparison fails
+  the run) and with the default ones (only regressions fail). Goal: <= 1%.
+* **detection**: per seed, one test and one of its bounds chosen at random, regressed by twice the
+  tolerance; caught when that comparison fails (shipped flags). Goal: >= 95%.
+* **per comparison**, per metric: unchanged (regression / inconclusive), twice the tolerance (caught
+  / inconclusive), and the mean measured duration in requested durations.
 
-The property (issue 8): false alarms <= 1% and catches >= 95%, at the duration the example suite
-uses (``PROPERTY_DURATION``); ``benchmark.extra_info`` reports every rate and the shortest duration
-(and iteration count) at which each metric meets the property.
-
-Run: ``python3 -m pytest tests/benchmarks/test_bench_gate.py -q -s`` (``JETSON_BENCH_TRIALS=1000``
-for tighter figures).
+Run: ``pytest tests/benchmarks/test_bench_gate.py --benchmark-enable -s`` (100 seeds per model,
+about a minute on two cores); ``JETSON_BENCH_TRIALS=1000`` for tighter figures.
 """
 
 import os
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Dict
 
-import numpy as np
 import pytest
 
-from pytest_jetson.gate.baseline import entry_ref, fingerprint, make_entry
-from pytest_jetson.gate.bounds import parse
-from pytest_jetson.gate.compare import check
-from pytest_jetson.run.measurement import Measurement
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TOLERANCE = 0.05
-REGRESSION = 2 * TOLERANCE
-CONFIDENCE = 0.99
-TRIALS = int(os.environ.get("JETSON_BENCH_TRIALS", "300"))
-DURATIONS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
-PROPERTY_DURATION = 10.0  # the duration the DESIGN example measures for
-METRIC_NAMES = ("throughput", "latency_mean", "latency_p50", "latency_p99")
-BATCH = 8
-WINDOWS = 10  # the harness splits a fixed-duration run into this many throughput windows
-FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True}
+from gate_noise import BOUNDS, REGRESSION, SUITE, fails, gate_test, mlperf_spread  # noqa: E402
+
+from pytest_jetson.gate.family import design_for, excess_spread, noisier_than_assumed  # noqa: E402
+
+TRIALS = int(os.environ.get("JETSON_BENCH_TRIALS", "100"))
+COMPARISONS = len(SUITE) * len(BOUNDS)
+DESIGN = design_for(COMPARISONS)
 
 
-def base_latency() -> float:
-    try:
-        from pytest_jetson import sim
-
-        return float(sim.predict("orin-nano", "resnet50", "int8", BATCH).latency)
-    except Exception:  # the simulator is another package's; the statistics do not depend on it
-        return 0.008
-
-
-def run(noise_cls, base: float, duration: float, seed: int, slowdown: float) -> Measurement:
-    """One simulated fixed-duration run, shaped as the harness shapes it."""
-    rng = np.random.default_rng(seed + 7_777_777)
-    t_start = float(rng.uniform(0.0, 120.0))
-    n = max(2, int(duration / base))
-    lat = noise_cls(seed).sample(base * slowdown, n, t_start=t_start)
-    ends = np.cumsum(lat)
-    edges = [(n * k) // WINDOWS for k in range(WINDOWS + 1)]
-    windows = []
-    prev = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        if hi > lo:
-            windows.append((hi - lo) * BATCH / (ends[hi - 1] - prev))
-            prev = float(ends[hi - 1])
-    return Measurement(name="resnet50", batch=BATCH, latencies=lat.tolist(), duration=float(ends[-1]),
-                       items=BATCH * n, clock="virtual", precision="int8", windows=windows)
+def family_figures(model: str, seeds: int, between: float = 0.5) -> Dict[str, object]:
+    fa_shipped = fa_default = 0
+    per: Dict[str, Counter] = {m: Counter() for m in BOUNDS}
+    looks: Dict[str, list] = {m: [] for m in BOUNDS}
+    spread_in = []
+    for seed in range(seeds):
+        bad_shipped = bad_default = False
+        for spec in SUITE:
+            for metric, dec in gate_test(spec, model, seed, DESIGN, between=between).items():
+                per[metric][dec.decision] += 1
+                looks[metric].append(DESIGN.looks()[dec.look - 1])
+                bad_shipped |= fails(dec.decision, True)
+                bad_default |= fails(dec.decision, False)
+                if seed == 0:
+                    spread_in.append((metric, dec.d, dec.within))
+        fa_shipped += bad_shipped
+        fa_default += bad_default
+    return {"seeds": seeds, "false_alarm_shipped": fa_shipped / seeds,
+            "false_alarm_default": fa_default / seeds,
+            "per_comparison": {m: dict(c) for m, c in per.items()},
+            "measured": {m: sum(v) / len(v) for m, v in looks.items()},
+            "spread_seed0": excess_spread(spread_in)}
 
 
-def trial_rates(noise_cls, base: float, duration: float, slowdown: float, trials: int):
-    bounds = {m: parse(m, f"{TOLERANCE * 100:g}%") for m in METRIC_NAMES}
-    counts = {m: {"pass": 0, "fail": 0, "inconclusive": 0, "skip": 0, "error": 0} for m in METRIC_NAMES}
-    for i in range(trials):
-        a = run(noise_cls, base, duration, seed=2 * i + 1, slowdown=1.0)
-        b = run(noise_cls, base, duration, seed=2 * i + 2, slowdown=slowdown)
-        ref = entry_ref(make_entry(a, fingerprint(a, FP), CONFIDENCE))
-        fp = fingerprint(b, FP)
-        for m in METRIC_NAMES:
-            v = check(bounds[m], b, ref, confidence=CONFIDENCE, fingerprint=fp)
-            counts[m][v.outcome] += 1
-    return {m: {k: c / trials for k, c in counts[m].items()} for m in METRIC_NAMES}
+def detection_figures(model: str, seeds: int, between: float = 0.5) -> Dict[str, object]:
+    rng = random.Random(1234)
+    caught = caught_default = 0
+    for seed in range(seeds):
+        spec = rng.choice(SUITE)
+        metric = rng.choice(sorted(BOUNDS))
+        tol = BOUNDS[metric]
+        dec = gate_test(spec, model, 10_000 + seed, DESIGN, between=between, bounds={metric: tol},
+                        **REGRESSION[metric](tol))[metric]
+        caught += fails(dec.decision, True)
+        caught_default += fails(dec.decision, False)
+    return {"seeds": seeds, "caught_shipped": caught / seeds, "caught_default": caught_default / seeds}
 
 
-def gate_figures(trials: int = TRIALS):
-    from pytest_jetson.sim.noise import LatencyNoise
-
-    base = base_latency()
-    out = {"base_latency_s": base, "tolerance": TOLERANCE, "regression": REGRESSION,
-           "confidence": CONFIDENCE, "trials": trials, "by_duration": {}}
-    for d in DURATIONS:
-        aa = trial_rates(LatencyNoise, base, d, 1.0, trials)
-        ab = trial_rates(LatencyNoise, base, d, 1.0 + REGRESSION, trials)
-        out["by_duration"][d] = {
-            "iterations": max(2, int(d / base)),
-            **{m: {"false_alarm": aa[m]["fail"], "aa_inconclusive": aa[m]["inconclusive"],
-                   "caught": ab[m]["fail"], "ab_inconclusive": ab[m]["inconclusive"]}
-               for m in METRIC_NAMES},
-        }
-    needed = {}
-    for m in METRIC_NAMES:
-        ok = [d for d in DURATIONS
-              if out["by_duration"][d][m]["false_alarm"] <= 0.01 and out["by_duration"][d][m]["caught"] >= 0.95]
-        needed[m] = None if not ok else {"simulated_s": ok[0], "iterations": out["by_duration"][ok[0]]["iterations"]}
-    out["shortest_duration_meeting_property"] = needed
-    return out
-
-
-def _print(fig):
-    print(f"\ngate on simulated ResNet50 int8 b{BATCH} (base latency {fig['base_latency_s'] * 1e3:.2f} ms), "
-          f"tolerance {TOLERANCE:.0%}, regression {REGRESSION:.0%}, confidence {CONFIDENCE}, "
-          f"{fig['trials']} trials per cell")
-    print(f"{'duration':>8} {'iters':>6}  " + "  ".join(f"{m:>24}" for m in METRIC_NAMES))
-    print(f"{'':>8} {'':>6}  " + "  ".join(f"{'FA% / inc% | catch% / inc%':>24}" for _ in METRIC_NAMES))
-    for d, row in fig["by_duration"].items():
-        cells = [f"{row[m]['false_alarm'] * 100:4.1f}/{row[m]['aa_inconclusive'] * 100:4.1f} | "
-                 f"{row[m]['caught'] * 100:5.1f}/{row[m]['ab_inconclusive'] * 100:4.1f}" for m in METRIC_NAMES]
-        print(f"{d:>7}s {row['iterations']:>6}  " + "  ".join(f"{c:>24}" for c in cells))
-    print("shortest duration meeting FA<=1% and catch>=95%:", fig["shortest_duration_meeting_property"])
-
-
-def test_gate_false_alarms_and_power(benchmark):
-    pytest.importorskip("pytest_jetson.sim.noise")
-    fig = benchmark.pedantic(gate_figures, rounds=1, iterations=1)
-    _print(fig)
-    benchmark.extra_info.update({
-        "trials": fig["trials"], "tolerance": TOLERANCE, "regression": REGRESSION,
-        "confidence": CONFIDENCE, "base_latency_s": fig["base_latency_s"],
-        "by_duration": {str(k): v for k, v in fig["by_duration"].items()},
-        "shortest_duration_meeting_property": fig["shortest_duration_meeting_property"],
-    })
-    at = fig["by_duration"][PROPERTY_DURATION]
-    for m in METRIC_NAMES:
-        assert at[m]["false_alarm"] <= 0.01, (m, at[m])
-        assert at[m]["caught"] >= 0.95, (m, at[m])
-    for d, row in fig["by_duration"].items():
-        for m in METRIC_NAMES:
-            assert row[m]["false_alarm"] <= 0.01, (d, m, row[m])
-
-
-def calibration(trials: int = TRIALS):
-    """One-sided false-positive rate of the significance test alone (tolerance 0, no drift):
-    nominal (1 - confidence) / 2 = 0.5% when the error estimates are honest."""
-    from pytest_jetson.gate.bounds import Bound
-    from pytest_jetson.sim.noise import LatencyNoise
-
-    base = base_latency()
+def per_metric_detection(model: str, seeds: int) -> Dict[str, Dict[str, float]]:
     out = {}
-    for n in (256, 1280):
-        for metric in METRIC_NAMES:
-            b = Bound(metric=metric, text="0%", kind="relative", tolerance=0.0, unit="%")
-            fails = 0
-            for i in range(trials):
-                runs = []
-                for seed in (2 * i + 1, 2 * i + 2):
-                    lat = LatencyNoise(seed, drift=0.0).sample(base, n)
-                    runs.append(Measurement(name="m", batch=BATCH, latencies=lat.tolist(),
-                                            duration=float(lat.sum()), items=BATCH * n))
-                v = check(b, runs[1], entry_ref(make_entry(runs[0], {}, CONFIDENCE)), confidence=CONFIDENCE)
-                fails += v.outcome == "fail"
-            out[f"{metric}@{n}"] = fails / trials
+    for metric, tol in BOUNDS.items():
+        c: Counter = Counter()
+        measured = []
+        for seed in range(seeds):
+            for spec in SUITE[seed % 4::4]:  # a quarter of the suite per seed: every speed
+                dec = gate_test(spec, model, 20_000 + seed, DESIGN, bounds={metric: tol},
+                                **REGRESSION[metric](tol))[metric]
+                c[dec.decision] += 1
+                measured.append(DESIGN.looks()[dec.look - 1])
+        n = sum(c.values())
+        out[metric] = {"n": n, "caught": c["regression"] / n, "inconclusive": c["inconclusive"] / n,
+                       "measured": sum(measured) / n}
     return out
 
 
-def test_significance_is_calibrated(benchmark):
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%" if x else "0%"
+
+
+def _print(model: str, fam, det, per) -> None:
+    print(f"\n== {model} noise: {COMPARISONS} relative comparisons per run, alpha per comparison "
+          f"{DESIGN.alpha:.3g}, beta {DESIGN.beta}, budget {DESIGN.budget:g}x")
+    print(f"family false alarms: {_pct(fam['false_alarm_shipped'])} of {fam['seeds']} unchanged runs "
+          f"(shipped flags), {_pct(fam['false_alarm_default'])} (default flags)")
+    print(f"detection of one 2x-tolerance regression: {_pct(det['caught_shipped'])} of {det['seeds']} "
+          f"runs (shipped flags), {_pct(det['caught_default'])} (default flags)")
+    print("| metric | tolerance | unchanged: regression / inconclusive | measured | 2x tolerance: caught / "
+          "inconclusive | measured |")
+    print("|---|---|---|---|---|---|")
+    for metric, tol in BOUNDS.items():
+        c = fam["per_comparison"][metric]
+        n = sum(c.values())
+        d = per[metric]
+        print(f"| {metric} | {tol:.0%} | {_pct(c.get('regression', 0) / n)} / "
+              f"{_pct(c.get('inconclusive', 0) / n)} ({n}) | {fam['measured'][metric]:.2f}x | "
+              f"{_pct(d['caught'])} / {_pct(d['inconclusive'])} ({d['n']}) | {d['measured']:.2f}x |")
+
+
+@pytest.mark.parametrize("model", ["sim", "board"])
+def test_a_whole_run_is_quiet_and_still_catches_one_regression(benchmark, model):
     pytest.importorskip("pytest_jetson.sim.noise")
-    rates = benchmark.pedantic(calibration, rounds=1, iterations=1)
-    print("\none-sided false positives at tolerance 0 (nominal 0.5%):",
-          {k: f"{v * 100:.2f}%" for k, v in rates.items()})
-    benchmark.extra_info.update({"nominal": (1 - CONFIDENCE) / 2, "false_positive": rates})
-    for key, rate in rates.items():
-        # 4x the nominal rate leaves room for the binomial noise of a few hundred trials
-        assert rate <= 4 * (1 - CONFIDENCE) / 2 + 0.005, (key, rate)
+
+    def figures():
+        fam = family_figures(model, TRIALS)
+        det = detection_figures(model, TRIALS)
+        per = per_metric_detection(model, max(4, TRIALS // 10))
+        return fam, det, per
+
+    fam, det, per = benchmark.pedantic(figures, rounds=1, iterations=1)
+    _print(model, fam, det, per)
+    benchmark.extra_info.update({"model": model, "comparisons": COMPARISONS, "alpha": DESIGN.alpha,
+                                 "family": {k: v for k, v in fam.items() if k != "spread_seed0"},
+                                 "detection": det, "per_metric_detection": per})
+    assert fam["false_alarm_shipped"] <= 0.01, fam
+    assert det["caught_shipped"] >= 0.95, det
+
+
+def test_a_board_noisier_than_the_floor_is_flagged(benchmark):
+    """What happens when a board's run-to-run spread is twice the floor the gate assumes: false
+    alarms climb (the floor is a promise the board must keep), and the session's own comparisons
+    show it (``family.excess_spread``), so the summary can say so."""
+    def figures():
+        return family_figures("board", max(10, TRIALS // 5), between=2.0)
+
+    fam = benchmark.pedantic(figures, rounds=1, iterations=1)
+    lines = noisier_than_assumed(fam["spread_seed0"])
+    print(f"\nboard noise at twice the floor: family false alarms {_pct(fam['false_alarm_shipped'])} "
+          f"of {fam['seeds']} runs; the session's diagnosis:")
+    for line in lines:
+        print("  " + line)
+    print("MLPerf run-to-run spread of the mean latency, for scale:",
+          {k: f"{v:.2%}" for k, v in mlperf_spread().items()})
+    benchmark.extra_info.update({"false_alarm_shipped": fam["false_alarm_shipped"], "diagnosis": lines})
+    assert any(line.startswith(("latency_mean", "throughput")) for line in lines), fam["spread_seed0"]

@@ -1,0 +1,189 @@
+"""``pytest-jetson diff [OLD] [NEW]``: what changed between two sets of baselines.
+
+OLD and NEW are each a baselines directory or a git revision (read with ``git show REV:PATH``):
+
+    pytest-jetson diff                  # HEAD against the working tree
+    pytest-jetson diff main             # the main branch against the working tree
+    pytest-jetson diff main HEAD        # two revisions
+    pytest-jetson diff old/baselines baselines
+
+Per test and metric: the old and new value, the change in the metric's own terms ("3.2% worse")
+and whether it is significant: the test the store uses to decide whether a re-recording rewrites
+a metric (within-run errors of both, the run-to-run floor, a family-wise level over every metric
+compared), so "significant" means "more than re-recording the same code moves it". Entries only
+on one side are listed. Exit status: 0, or 1 with ``--exit-code`` when a significant change made
+something worse; 2 on unreadable input.
+"""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import BaselineError
+from ..metrics import METRICS, format_value
+from .compare import _print
+
+DEFAULT_METRICS = ("throughput", "latency_mean", "latency_p50", "latency_p99", "per_process_throughput",
+                   "memory", "power", "energy")
+
+Entries = Dict[Tuple[str, str], Dict]  # (file relative to the baselines dir, key) -> entry
+
+
+def _git(args: Sequence[str], cwd: Path) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True, check=False)
+    except FileNotFoundError:
+        raise BaselineError("git is not installed: pass two baseline directories instead") from None
+    if out.returncode != 0:
+        msg = out.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise BaselineError(f"git {' '.join(args)}: {msg[-1] if msg else 'failed'}")
+    return out.stdout.decode("utf-8")
+
+
+def _toplevel(cwd: Path) -> Path:
+    return Path(_git(["rev-parse", "--show-toplevel"], cwd).strip())
+
+
+def load_directory(root: Path) -> Entries:
+    from ..gate.baseline import read_file
+
+    out: Entries = {}
+    for f in sorted(root.rglob("*.json")):
+        if not f.is_file():
+            continue
+        rel = f.relative_to(root).as_posix()
+        for key, entry in read_file(f).get("entries", {}).items():
+            out[(rel, key)] = entry
+    return out
+
+
+def load_revision(rev: str, baselines: Path, cwd: Path) -> Entries:
+    """Every baseline file under ``baselines`` at revision ``rev``."""
+    from ..gate.baseline import entries_of_text
+
+    top = _toplevel(cwd)
+    try:
+        prefix = baselines.resolve().relative_to(top).as_posix()
+    except ValueError:
+        raise BaselineError(f"{baselines} is not inside the git repository {top}: pass two "
+                            f"directories, or run from the repository") from None
+    _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], top)
+    names = _git(["ls-tree", "-r", "--name-only", rev, "--", prefix], top).splitlines()
+    out: Entries = {}
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        text = _git(["show", f"{rev}:{name}"], top)
+        rel = name[len(prefix):].lstrip("/") if prefix not in ("", ".") else name
+        for key, entry in entries_of_text(text, f"{rev}:{name}").items():
+            out[(rel, key)] = entry
+    return out
+
+
+def load(spec: Optional[str], baselines: Path, cwd: Path) -> Tuple[Entries, str]:
+    """A side of the diff: None (the working tree's baselines), a directory, or a revision."""
+    if spec is None:
+        return (load_directory(baselines) if baselines.is_dir() else {}), f"{baselines} (working tree)"
+    p = Path(spec)
+    if p.is_dir():
+        return load_directory(p), str(p)
+    try:
+        return load_revision(spec, baselines, cwd), f"{spec}:{baselines}"
+    except BaselineError as exc:
+        if p.exists():
+            raise
+        raise BaselineError(f"{spec!r} is neither a baselines directory nor a git revision ({exc})") from None
+
+
+def change_words(metric: str, old: float, new: float) -> str:
+    if old <= 0 or new <= 0:
+        return "-"
+    change = new / old - 1.0
+    if abs(change) < 5e-4:
+        return "no change"
+    better = (change < 0) == (METRICS[metric].worse == "higher")
+    return f"{abs(change) * 100:.1f}% {'better' if better else 'worse'}"
+
+
+def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple[List[List[str]], int, int]:
+    """Rows (device, test, metric, old, new, change, significant) of the metrics that differ; the
+    number of significant changes that made things worse, and of metrics compared."""
+    from ..gate.baseline import REWRITE_ALPHA, _metric_changed
+
+    pairs = [(k, name) for k in sorted(set(old) & set(new)) for name in metrics
+             if name in (old[k].get("metrics") or {}) and name in (new[k].get("metrics") or {})]
+    alpha = REWRITE_ALPHA / max(len(pairs), 1)
+    rows, worse = [], 0
+    for (rel, key), name in pairs:
+        a, b = old[(rel, key)]["metrics"][name], new[(rel, key)]["metrics"][name]
+        va, vb = float(a["value"]), float(b["value"])
+        if va == vb:
+            continue
+        sig = _metric_changed(name, a, b, alpha)
+        words = change_words(name, va, vb)
+        if sig and words.endswith("worse"):
+            worse += 1
+        device = rel.split("/", 1)[0] if "/" in rel else ""
+        rows.append([device, key, name, format_value(name, va), format_value(name, vb), words,
+                     "yes" if sig else "no"])
+    return rows, worse, len(pairs)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ..report.terminal import table
+
+    p = argparse.ArgumentParser(
+        prog="pytest-jetson diff",
+        description="Compare two sets of baselines (directories or git revisions): per test and metric, "
+        "old, new, change and whether the change is significant.")
+    p.add_argument("old", nargs="?", default=None, help="a baselines directory or a git revision (default HEAD)")
+    p.add_argument("new", nargs="?", default=None,
+                   help="a baselines directory or a git revision (default: the working tree)")
+    p.add_argument("--baselines", default="baselines", metavar="DIR",
+                   help="the baselines directory, in the working tree and in revisions (default baselines)")
+    p.add_argument("--metric", action="append", dest="metrics", metavar="NAME",
+                   help=f"metrics to compare (default: {', '.join(DEFAULT_METRICS)}; 'all' for every one)")
+    p.add_argument("--all", action="store_true", help="also list changes that are not significant")
+    p.add_argument("--exit-code", action="store_true", help="exit 1 when a significant change made a metric worse")
+    args = p.parse_args(argv)
+    metrics = list(args.metrics or DEFAULT_METRICS)
+    if metrics == ["all"]:
+        metrics = list(METRICS)
+    bad = [m for m in metrics if m not in METRICS]
+    if bad:
+        sys.stderr.write(f"pytest-jetson diff: unknown metric {bad[0]!r}; known: {', '.join(METRICS)}\n")
+        return 2
+    cwd = Path.cwd()
+    baselines = Path(args.baselines)
+    old_spec = args.old if args.old is not None else "HEAD"
+    try:
+        old, old_name = load(old_spec, baselines, cwd)
+        new, new_name = load(args.new, baselines, cwd)
+    except BaselineError as exc:
+        sys.stderr.write(f"pytest-jetson diff: {exc}\n")
+        return 2
+    rows, worse, compared = compare_entries(old, new, metrics)
+    shown = rows if args.all else [r for r in rows if r[-1] == "yes"]
+    lines = [f"pytest-jetson diff: {old_name} -> {new_name}"]
+    if shown:
+        if len({r[0] for r in shown}) == 1:  # one device: say it once, above the table
+            lines[0] += f" ({shown[0][0] or 'no device'})"
+            lines += table(("test", "metric", "old", "new", "change", "significant"), [r[1:] for r in shown])
+        else:
+            lines += table(("device", "test", "metric", "old", "new", "change", "significant"), shown)
+    for (rel, key) in sorted(set(old) - set(new)):
+        lines.append(f"only in {old_name}: {rel.split('/', 1)[0]} {key}")
+    for (rel, key) in sorted(set(new) - set(old)):
+        lines.append(f"only in {new_name}: {rel.split('/', 1)[0]} {key}")
+    n_sig = sum(1 for r in rows if r[-1] == "yes")
+    hidden = len(rows) - len(shown)
+    summary = (f"{compared} metric{'s' if compared != 1 else ''} compared: {n_sig} significant change"
+               f"{'s' if n_sig != 1 else ''} ({worse} worse)")
+    if hidden:
+        summary += f", {hidden} within noise (--all lists them)"
+    lines.append(summary)
+    _print(lines)
+    return 1 if (args.exit_code and worse) else 0
+
