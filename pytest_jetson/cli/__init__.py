@@ -18,7 +18,8 @@ COMMANDS: Dict[str, str] = {
     "calibrate": "the simulator against published results: error per row and MAPE",
     "compare": "compare two JSON reports; exit 1 on regressions",
     "show": "list the stored baselines",
-    "plot": "draw the research's figures from a JSON report",
+    "plot": "draw figures from JSON reports (scaling, Pareto front, measurements, comparison)",
+    "history": "trends over past runs' JSON reports: steps and slow drifts",
 }
 
 
@@ -59,4 +60,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `pytest-jetson ... | head` closed the pipe: not an error. Point stdout at devnull so the
+        # interpreter's last flush does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 

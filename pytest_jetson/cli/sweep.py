@@ -19,19 +19,40 @@ def _ints(text: str, what: str) -> List[int]:
         raise JetsonError(f"--{what} {text!r}: give integers separated by commas, e.g. 1,8,32") from None
 
 
-def _row_line(r: Dict[str, Any]) -> str:
+#: the widest the tables get (terminals and CI logs at 120 columns read them without wrapping)
+WIDTH = 120
+
+
+def _columns() -> Any:
+    from ..report.text import Column
+
+    return (Column("power mode"), Column("prec"), Column("accel", drop=3), Column("batch", ">"),
+            Column("procs", ">"), Column("items/s", ">"), Column("per proc", ">", drop=2),
+            Column("lat ms", ">"), Column("p99 ms", ">", drop=4), Column("memory", ">"),
+            Column("power W", ">"), Column("mJ/item", ">"), Column("GPU MHz", ">", drop=1),
+            Column("bound"))
+
+
+def _cells(r: Dict[str, Any]) -> List[str]:
     from ..units import format_bytes
 
-    oom = "  OOM" if r["oom"] else ""
-    return (f"{r['power_mode']:<16} {r['precision']:<5} {r['accelerator']:<7} {r['batch']:>5} {r['processes']:>5} "
-            f"{r['throughput']:>10.1f} {r['per_process_throughput']:>10.1f} {r['latency'] * 1e3:>9.3f} "
-            f"{r['latency_p99'] * 1e3:>9.3f} {format_bytes(r['memory']):>10} {r['power']:>7.2f} "
-            f"{r['energy'] * 1e3:>9.3f} {r['gpu_clock_mhz']:>7.0f} {r['bound']:<10}{oom}")
+    return [r["power_mode"], r["precision"], r["accelerator"], str(r["batch"]), str(r["processes"]),
+            f"{r['throughput']:.1f}", f"{r['per_process_throughput']:.1f}", f"{r['latency'] * 1e3:.3f}",
+            f"{r['latency_p99'] * 1e3:.3f}", format_bytes(r["memory"]), f"{r['power']:.2f}",
+            f"{r['energy'] * 1e3:.3f}", f"{r['gpu_clock_mhz']:.0f}", r["bound"] + ("  OOM" if r["oom"] else "")]
 
 
-HEADER = (f"{'power mode':<16} {'prec':<5} {'accel':<7} {'batch':>5} {'procs':>5} {'items/s':>10} "
-          f"{'per proc':>10} {'lat ms':>9} {'p99 ms':>9} {'memory':>10} {'power W':>7} {'mJ/item':>9} "
-          f"{'GPU MHz':>7} {'bound':<10}")
+def _say(text: str) -> None:
+    import textwrap
+
+    print("\n".join(textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)))
+
+
+def _print_table(rows: List[Dict[str, Any]]) -> None:
+    from ..report.text import table
+
+    for line in table(_columns(), [_cells(r) for r in rows], width=WIDTH):
+        print(line)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -75,19 +96,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows = res.to_rows()
     print(f"simulated {res.meta['device']} · {res.meta['model']} · {len(rows)} configurations")
     for n in res.notes:
-        print(f"note: {n}")
+        _say(f"note: {n}")
     print()
-    print(HEADER)
-    for r in rows[: args.limit]:
-        print(_row_line(r))
+    _print_table(rows[: args.limit])
     if len(rows) > args.limit:
         print(f"... {len(rows) - args.limit} more rows (raise --limit, or --json PATH for all)")
     print()
     front = res.pareto("latency", "energy").to_rows()
     print(f"Pareto front, latency vs energy per item ({len(front)} configurations):")
-    print(HEADER)
-    for r in front:
-        print(_row_line(r))
+    _print_table(front)
     print()
     best = res.best_mode(max_latency=budget)
     limit_text = f"latency <= {args.max_latency}" if budget is not None else "no latency budget"
@@ -95,10 +112,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"no configuration meets {limit_text} (and fits in memory)")
         rc = 1
     else:
-        print(f"lowest energy per item with {limit_text}: power mode {best['power_mode']} "
-              f"({best['precision']}, batch {best['batch']}, {best['processes']} process(es), {best['accelerator']}): "
-              f"{best['energy'] * 1e3:.3f} mJ/item, latency {best['latency'] * 1e3:.3f} ms, "
-              f"{best['throughput']:.1f} items/s, {best['power']:.2f} W")
+        _say(f"lowest energy per item with {limit_text}: power mode {best['power_mode']} "
+             f"({best['precision']}, batch {best['batch']}, {best['processes']} process(es), {best['accelerator']}): "
+             f"{best['energy'] * 1e3:.3f} mJ/item, latency {best['latency'] * 1e3:.3f} ms, "
+             f"{best['throughput']:.1f} items/s, {best['power']:.2f} W")
         rc = 0
     if args.json:
         import json
