@@ -45,8 +45,13 @@ def test_compare_same_code_exits_zero(tmp_path, capsys):
     new = report(tmp_path / "new.json", {"test_a": 1.0, "test_b": 1.0}, seed=10)
     assert compare_main([str(old), str(new)]) == 0
     out = capsys.readouterr().out
-    assert "tests/perf/test_x.py::test_a  throughput" in out
-    assert "FAIL" not in out
+    assert "FAIL" not in out and "tests/perf/test_x.py::test_a" not in out  # nothing to look at
+    assert out.splitlines()[-1] == "tests: 2 compared, 0 with a regression · metrics: 8 pass · -v lists every metric"
+    assert compare_main([str(old), str(new), "-v"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    i = lines.index("tests/perf/test_x.py::test_a")  # the test once, its metrics under it
+    assert {line.split()[0] for line in lines[i + 1:i + 5]} == {"throughput", "latency_mean", "latency_p50",
+                                                               "latency_p99"}
 
 
 def test_compare_regression_exits_one_using_the_tests_tolerance(tmp_path, capsys):
@@ -56,7 +61,8 @@ def test_compare_regression_exits_one_using_the_tests_tolerance(tmp_path, capsys
     out = capsys.readouterr().out
     lines = out.splitlines()
     fail = [line for line in lines if "FAIL" in line]
-    assert len(fail) == 1 and "test_b" in fail[0]  # 8% is inside the test's 10% tolerance
+    assert len(fail) == 1 and lines[lines.index(fail[0]) - 1] == "tests/perf/test_x.py::test_b"
+    assert "test_a" not in out  # 8% is inside the test's 10% tolerance
     assert "tolerance 10%" in out
 
 
@@ -78,16 +84,17 @@ def test_compare_bad_input_exits_two_naming_the_file(tmp_path, capsys, content):
     assert "bad.json" in err and "--jetson-report-json" in err
 
 
-def test_show_lists_entries_and_flags_bad_files(tmp_path, capsys):
+def test_show_lists_entries_and_flags_bad_files(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "150")
     store = baseline.BaselineStore(tmp_path / "baselines", "orin-nano-8gb")
     m = measurement()
     store.update("tests/perf/test_x.py::test_a",
                  {"tests/perf/test_x.py::test_a": baseline.make_entry(m, baseline.fingerprint(m, FP))})
     assert show_main([str(tmp_path / "baselines")]) == 0
-    out = capsys.readouterr().out
-    assert "orin-nano-8gb/tests/perf/test_x.py.json" in out
-    assert "tests/perf/test_x.py::test_a" in out and "15W, int8, batch 8, simulated" in out
-    assert "1 entry in 1 file(s)" in out
+    lines = capsys.readouterr().out.splitlines()
+    i = lines.index("orin-nano-8gb/tests/perf/test_x.py.json")  # the file once, its entries under it
+    assert lines[i + 1].split()[0] == "test_a" and "15W, int8, batch 8, simulated" in lines[i + 1]
+    assert lines[-1] == "1 entry in 1 file"
     (tmp_path / "baselines" / "orin-nano-8gb" / "broken.json").write_text("{")
     assert show_main([str(tmp_path / "baselines")]) == 1
     assert "broken.json is not valid JSON" in capsys.readouterr().err
