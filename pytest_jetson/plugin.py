@@ -476,17 +476,26 @@ def _hide_internal_frames(item, call, rep):
     excinfo = call.excinfo
     if excinfo is None or not rep.failed or not isinstance(excinfo.value, JetsonError):
         return
-    if item.config.getoption("fulltrace", False):
+    config = item.config
+    if config.getoption("fulltrace", False):
         return
-    kept = excinfo.traceback.filter(lambda entry: not _internal(entry))
+    # pytest's own pruning first (from the test function on, __tracebackhide__), then ours
+    if hasattr(item, "_traceback_filter"):  # pytest >= 7.4
+        traceback = item._traceback_filter(excinfo)
+    elif hasattr(item, "_prunetraceback"):
+        item._prunetraceback(excinfo)
+        traceback = excinfo.traceback
+    else:
+        traceback = excinfo.traceback
+    kept = traceback.filter(lambda entry: not _internal(entry))
     if not len(kept):
         rep.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
         return
     excinfo.traceback = kept
-    if call.when == "call":
-        rep.longrepr = item.repr_failure(excinfo)
-    else:
-        rep.longrepr = item._repr_failure_py(excinfo, style=item.config.getoption("tbstyle", "auto"))
+    style = config.getoption("tbstyle", "auto")
+    rep.longrepr = excinfo.getrepr(
+        funcargs=True, abspath=False, showlocals=config.getoption("showlocals", False),
+        style="long" if style in ("auto", None) else style, tbfilter=False, truncate_locals=True)
 
 
 # -- the session: gate, results, files -------------------------------------------------------------

@@ -78,7 +78,7 @@ def latency_lines(m: Dict[str, Any]) -> List[Tuple[str, List[float], List[float]
         for x in lat:
             acc += x
             t.append(acc)
-        label = f"worker {(w.get('extra') or {}).get('worker', len(out))}" if workers else ""
+        label = (w.get("name") or f"worker {len(out)}") if workers else ""
         out.append((label, t, [x * 1e3 for x in lat]))
     return out
 
