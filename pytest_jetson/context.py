@@ -101,7 +101,7 @@ class Context:
 
     def describe(self) -> str:
         """Where the numbers come from, in a line: the board or its simulation, or the host."""
-        title = self.backend_spec.title or self.backend
+        title = self.backend_spec.title or f"the {self.backend} backend"
         version = f" {self.backend_version}" if self.backend_version else ""
         if self.host is not None:
             return f"{title}{version} on the host CPU: {self.host.describe()}"
@@ -114,7 +114,7 @@ class Context:
     def header_lines(self) -> List[str]:
         """The lines pytest's header shows for this session."""
         if self.host is not None:
-            title = self.backend_spec.title or self.backend
+            title = self.backend_spec.title or f"the {self.backend} backend"
             version = f" {self.backend_version}" if self.backend_version else ""
             return [f"jetson: {title}{version} on the host CPU ({self.host.describe()}), no Jetson board",
                     f"jetson: baselines in {self.settings.baselines}/{self.baseline_id}/; jetson marks "

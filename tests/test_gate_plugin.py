@@ -393,3 +393,33 @@ def test_plots_written(suite, monkeypatch):
     names = sorted(p.name for p in (suite.path / "plots").iterdir())
     assert names == ["comparison.png", "test_suite.py_test_a.png", "test_suite.py_test_b.png"]
     assert (suite.path / "plots" / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_model_paths_are_stored_relative_to_the_project_root(suite):
+    import shutil
+
+    from pytest_jetson.models import zoo
+
+    (suite.path / "models").mkdir()
+    shutil.copy(zoo.path("squeezenet1_1"), suite.path / "models" / "tiny.onnx")
+    suite.makepyfile(test_suite='''
+        from pathlib import Path
+        import pytest
+
+        MODEL = Path(__file__).parent / "models" / "tiny.onnx"  # absolute, as tests usually write it
+
+        @pytest.mark.perf(throughput="5%")
+        def test_tiny(trt_engine, perf):
+            perf.measure(trt_engine(MODEL), duration="0.5s", warmup=0)
+
+        def test_pool(process_pool, perf):
+            perf.record(process_pool(str(MODEL), processes=2, duration="0.5s", warmup=0))
+    ''')
+    run(suite, "--jetson-update-baselines", "--jetson-report-json", "r.json").assert_outcomes(passed=2)
+    stored = (suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json").read_text()
+    report = (suite.path / "r.json").read_text()
+    assert str(suite.path) not in stored and str(suite.path) not in report
+    entry = json.loads(stored)["entries"]["test_suite.py::test_tiny"]
+    assert entry["fingerprint"]["model"] == "models/tiny.onnx"
+    tests = {t["nodeid"]: t for t in json.loads(report)["tests"]}
+    assert tests["test_suite.py::test_tiny"]["measurements"][0]["model"] == "models/tiny.onnx"

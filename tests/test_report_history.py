@@ -137,13 +137,15 @@ def test_history_finds_the_step_and_the_drift_and_draws_each_test(tmp_path, caps
     assert lines[drift + 1] == "  tests/perf/test_x.py::test_drifting"
     assert "worse per run" in lines[drift + 2]
     assert "test_steady" not in out.split("steps (")[1]
-    assert max(map(len, lines)) <= 100
-    names = sorted(p.name for p in out_dir.iterdir())
-    assert names == ["overview.png", "tests_perf_test_x.py_test_drifting.png", "tests_perf_test_x.py_test_steady.png",
-                     "tests_perf_test_x.py_test_step.png"]
+    assert max(len(line) for line in lines if not line.startswith("wrote")) <= 100
+    names = sorted(p.name for p in out_dir.iterdir())  # the overview, and the tests with findings
+    assert names == ["overview.png", "tests_perf_test_x.py_test_drifting.png", "tests_perf_test_x.py_test_step.png"]
+    assert lines[-2] == f"wrote {out_dir / 'overview.png'} and 2 of 3 tests' trends to {out_dir} (--all draws every test)"
     md = (tmp_path / "h.md").read_text()
     assert "### Trends over 14 runs" in md and "| `tests/perf/test_x.py::test_step` | throughput |" in md
     assert cli_main(["history", *map(str, paths), "--no-plots", "--fail"]) == 1  # worse: a gate can fail on it
+    assert cli_main(["history", *map(str, paths), "--all", "--out", str(out_dir)]) == 0
+    assert (out_dir / "tests_perf_test_x.py_test_steady.png").is_file()
 
 
 def test_reports_of_different_devices_are_analysed_apart(tmp_path, capsys):

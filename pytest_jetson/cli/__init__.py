@@ -29,7 +29,7 @@ def _usage() -> str:
     for name, text in COMMANDS.items():
         lines.append(f"  {name:<{width}}  {text}")
     lines.append("")
-    lines.append("Run `pytest-jetson COMMAND --help` for a command's options.")
+    lines.append("Run 'pytest-jetson COMMAND --help' for a command's options.")
     return "\n".join(lines)
 
 

@@ -44,7 +44,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("reports", nargs="+", type=Path, help="JSON reports from --jetson-report-json, or directories of them")
     p.add_argument("--out", type=Path, default=Path("perf-history"), help="directory for the PNGs (default: perf-history)")
     p.add_argument("--no-plots", action="store_true", help="print the findings only")
-    p.add_argument("--flagged", action="store_true", help="draw only the tests with a step or a drift")
+    p.add_argument("--all", action="store_true", dest="draw_all",
+                   help="draw every test's trend (default: the overview, and the tests with a step, a drift "
+                        "or a bound that did not pass)")
     p.add_argument("--md", metavar="PATH", default=None,
                    help="also write the findings as Markdown (appended when PATH is $GITHUB_STEP_SUMMARY)")
     p.add_argument("--alpha", type=float, default=0.01,
@@ -103,10 +105,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     keys.append(s.key)
             for key in keys:
                 mine = [s for s in found if s.key == key]
-                if args.flagged and not any(s.flagged for s in mine):
+                if not args.draw_all and not any(s.flagged or s.troubled for s in mine):
                     continue
                 written.append(history.plot(plt, members, mine, folder / f"{slug(key)}.png"))
-            lines.append(f"wrote {len(written)} PNGs to {folder}" + (f" ({written[0].name}, ...)" if written else ""))
+            drawn = len(written) - (over is not None)
+            lines.append(f"wrote {folder / 'overview.png'} and {drawn} of {len(keys)} tests' trends to {folder}"
+                         + ("" if args.draw_all or drawn == len(keys) else " (--all draws every test)"))
         if n < len(groups) - 1:
             lines.append("")
     for line in lines:

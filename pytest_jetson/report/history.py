@@ -140,6 +140,11 @@ class Series:
     def flagged(self) -> bool:
         return bool(self.trend.steps or self.trend.drift)
 
+    @property
+    def troubled(self) -> bool:
+        """A bound on it did not pass in some run."""
+        return any(p is not None and p.outcome in ("fail", "error", "inconclusive") for p in self.points)
+
 
 def _value(summary: Dict[str, Any], metric: str) -> Optional[float]:
     v = summary.get(metric)
@@ -345,19 +350,30 @@ def _limits(ax: Any, ys: List[float], yerr: Any, baselines: List[float], limits:
     ax.set_ylim(lo - pad, hi + pad)
 
 
+#: the most rows the overview shows (the metrics that moved most, flagged ones first)
+OVERVIEW_ROWS = 80
+
+
 def overview(plt: Any, runs: Sequence[Run], found: Sequence[Series], path: Path) -> Optional[Path]:
-    """Every metric's runs as the change from its median run, % worse (red) or better (blue), a
-    row per test and metric; steps are outlined, drifting rows marked."""
+    """Every metric's runs as the change from its first run, % worse (red) or better (blue), a
+    row per test and metric; steps are outlined, drifting rows marked. With many metrics, the
+    ones that moved most (flagged first) get the rows."""
     rows = [s for s in found if len(s.present) >= 2]
     if not rows:
         return None
     limit = 0.10
-    grid = []
-    for s in rows:
-        med = sorted(p.value for p in s.points if p is not None)[len(s.present) // 2]
-        grid.append([float("nan") if p is None else max(-limit, min(limit, s.worse(p.value / med - 1)))
-                     for p in s.points])
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(runs) + 5), 0.22 * len(rows) + 1.8))
+
+    def changes(s: Series) -> List[float]:
+        first = s.points[s.present[0]].value  # type: ignore[union-attr]
+        return [float("nan") if p is None else s.worse(p.value / first - 1) for p in s.points]
+
+    moved = {id(s): max(abs(x) for x in changes(s) if x == x) for s in rows}
+    hidden = max(0, len(rows) - OVERVIEW_ROWS)
+    if hidden:
+        keep = sorted(rows, key=lambda s: (not (s.flagged or s.troubled), -moved[id(s)]))[:OVERVIEW_ROWS]
+        rows = [s for s in rows if s in keep]
+    grid = [[max(-limit, min(limit, x)) if x == x else x for x in changes(s)] for s in rows]
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.35 * len(runs) + 6), 0.22 * len(rows) + 1.9))
     image = ax.imshow([[x * 100 for x in r] for r in grid], aspect="auto", cmap="RdBu_r",
                       vmin=-limit * 100, vmax=limit * 100, interpolation="nearest")
     for y, s in enumerate(rows):
@@ -370,8 +386,9 @@ def overview(plt: Any, runs: Sequence[Run], found: Sequence[Series], path: Path)
     ax.set_xticklabels(tick_labels(runs), fontsize=6)
     ax.set_xlabel("run, oldest first; black bar: a step before that run")
     bar = fig.colorbar(image, ax=ax, fraction=0.03)
-    bar.set_label(f"% worse than its median run\n(clipped at {limit:.0%})", fontsize="small")
-    ax.set_title(f"History of {len(rows)} metrics over {len(runs)} runs, {env_text(runs[0].env)}",
+    bar.set_label(f"% worse than its first run\n(clipped at {limit:.0%})", fontsize="small")
+    more = f" (the {len(rows)} that moved most)" if hidden else ""
+    ax.set_title(f"History of {len(rows) + hidden} metrics over {len(runs)} runs{more}\n{env_text(runs[0].env)}",
                  fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
