@@ -36,6 +36,22 @@ def test_welch_on_a_textbook_pair():
     assert 5e-4 < p < 2e-3
 
 
+def test_student_pools_the_variance():
+    a, b = [19.1, 20.0, 21.3, 20.5, 19.8], [22.0, 23.1, 21.9, 22.6, 23.4]
+    t, p = trend.student(a, b)
+    # pooled variance (2.692 + 1.740) / 8 = 0.554; equal sizes: the same t as Welch's, df = 8
+    assert t == pytest.approx(5.226, abs=0.001) and p == pytest.approx(trend.t_sf2(t, 8))
+    assert trend.student([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]) == (0.0, 1.0)
+    assert trend.student([1.0, 1.0, 1.0], [2.0, 2.0, 2.0])[1] == 0.0
+
+
+def test_benjamini_hochberg():
+    assert trend.benjamini_hochberg([0.01, 0.04, 0.03, 0.005], 0.05) == [True] * 4
+    assert trend.benjamini_hochberg([0.01, 0.02, 0.03, 0.5], 0.05) == [True, True, True, False]
+    assert trend.benjamini_hochberg([0.01, 0.02, 0.03], 0.05, tests=10) == [False, False, False]
+    assert trend.benjamini_hochberg([], 0.05) == []
+
+
 def test_mann_kendall_counts_pairs_and_ties():
     s, var, tau, p = trend.mann_kendall([1, 2, 3, 4, 5, 6])
     assert s == 15 and tau == 1.0 and var == pytest.approx(6 * 5 * 17 / 18)

@@ -1,7 +1,7 @@
 """``pytest-jetson history REPORT.json...``: a suite's trends over past runs (CI artifacts).
 
 For every test and metric: its value in each run with the baseline and tolerance the gate used,
-the steps between runs (change points: binary segmentation with Welch's t-test, Bonferroni-
+the steps between runs (change points: binary segmentation with a two-sample t-test, Bonferroni-
 corrected) and the slow drifts in one direction (Mann-Kendall test, Theil-Sen slope with Sen's
 interval), which no single run's tolerance catches. Reports from different devices, power modes
 or backends are analysed and drawn apart. Exit status: 0, or 1 with ``--fail`` when a metric got

@@ -190,8 +190,26 @@ def series(runs: Sequence[Run], alpha: float = 0.01, drift_alpha: float = 0.05,
         for step in s.trend.steps:
             step.at = present[step.at]
         out.append(s)
+    _across_the_suite(out, alpha, drift_alpha)
     order = list(METRICS)
     return sorted(out, key=lambda s: (natural_key(s.key), order.index(s.metric)))
+
+
+def _across_the_suite(found: List[Series], alpha: float, drift_alpha: float) -> None:
+    """Keep only the steps and drifts that stay discoveries among all the suite's metrics
+    (Benjamini-Hochberg): hundreds of metrics would otherwise turn noise into findings."""
+    from .trend import benjamini_hochberg
+
+    steps = [(s, st) for s in found for st in s.trend.steps]
+    keep = benjamini_hochberg([st.p for _, st in steps], alpha, tests=len(found))
+    for (s, st), ok in zip(steps, keep):
+        if not ok:
+            s.trend.steps.remove(st)
+    drifts = [s for s in found if s.trend.drift is not None]
+    keep = benjamini_hochberg([s.trend.drift.p for s in drifts], drift_alpha, tests=len(found))  # type: ignore[union-attr]
+    for s, ok in zip(drifts, keep):
+        if not ok:
+            s.trend.drift = None
 
 
 # -- words ---------------------------------------------------------------------------------------
