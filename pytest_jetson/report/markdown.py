@@ -2,8 +2,8 @@
 
 The tests counted as pytest counts them, a table of the bounds that need a look (failed,
 errored, inconclusive), grouped by test, each one's full message once under "why", the skipped
-bounds once per reason, and every bound in a folded table. ``history`` (optional) adds the
-trends of past runs (``report.history.markdown``)."""
+bounds once per reason, and every bound in a folded table. ``pytest-jetson history --md`` adds
+the trends of past runs to the same step summary (``report.history.markdown``)."""
 
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -40,7 +40,7 @@ def _table(results: Sequence[Any], show_all: bool) -> List[str]:
 
 
 def render(results: Sequence[Any], device_fingerprint: Dict[str, Any], counts: Optional[TestCounts] = None,
-           title: str = "", history: Sequence[str] = ()) -> str:
+           title: str = "") -> str:
     fp = device_fingerprint
     counts = counts if counts is not None else from_results(results)
     lines: List[str] = ["## pytest-jetson perf gate", ""]
@@ -73,8 +73,6 @@ def render(results: Sequence[Any], device_fingerprint: Dict[str, Any], counts: O
     if everything and len(everything) != len(problems):
         n = sum(len(r.verdicts) for r in results)
         lines += [f"<details><summary>all {n} bounds</summary>", ""] + everything + ["", "</details>", ""]
-    if history:
-        lines += list(history) + [""]
     return "\n".join(lines) + "\n"
 
 

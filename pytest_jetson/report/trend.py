@@ -72,22 +72,6 @@ def t_sf2(t: float, df: float) -> float:
     return betainc(df / 2.0, 0.5, df / (df + t * t))
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> Tuple[float, float]:
-    """Welch's two-sample t-test: (t, two-sided p). Two constant samples differ with p = 0 when
-    their values do, and p = 1 when they do not."""
-    na, nb = len(a), len(b)
-    ma, mb = sum(a) / na, sum(b) / nb
-    va = sum((x - ma) ** 2 for x in a) / (na - 1)
-    vb = sum((x - mb) ** 2 for x in b) / (nb - 1)
-    se2 = va / na + vb / nb
-    diff = mb - ma
-    if se2 <= 1e-24:
-        return (math.copysign(math.inf, diff), 0.0) if abs(diff) > 1e-12 else (0.0, 1.0)
-    t = diff / math.sqrt(se2)
-    df = se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1)) if va + vb > 0 else na + nb - 2
-    return t, t_sf2(t, max(df, 1.0))
-
-
 def student(a: Sequence[float], b: Sequence[float]) -> Tuple[float, float]:
     """Student's two-sample t-test with pooled variance: (t, two-sided p). Two constant samples
     differ with p = 0 when their values do, and p = 1 when they do not."""
