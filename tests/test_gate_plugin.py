@@ -423,3 +423,19 @@ def test_model_paths_are_stored_relative_to_the_project_root(suite):
     assert entry["fingerprint"]["model"] == "models/tiny.onnx"
     tests = {t["nodeid"]: t for t in json.loads(report)["tests"]}
     assert tests["test_suite.py::test_tiny"]["measurements"][0]["model"] == "models/tiny.onnx"
+
+
+def test_the_table_lists_problems_by_default_and_everything_with_v(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines")
+    monkeypatch.setenv("SCALE", "1.2")
+    r = run(suite)
+    gate = r.stdout.str().split("pytest-jetson perf gate")[1]
+    assert "test_suite.py::test_a" in gate and "test_suite.py::test_b" not in gate
+    r.stdout.fnmatch_lines(["perf tests: 1 failed, 1 passed · bounds: 2 fail, 1 pass · -v lists every bound"])
+    for args in (["-v"], ["--jetson-table", "all"]):
+        gate = run(suite, *args).stdout.str().split("pytest-jetson perf gate")[1]
+        assert "test_suite.py::test_b" in gate and "-v lists" not in gate
+    assert "pytest-jetson perf gate" not in run(suite, "--jetson-table", "none").stdout.str()
+    r = run(suite, "--jetson-table", "some")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
