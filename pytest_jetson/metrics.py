@@ -9,6 +9,7 @@ message when nothing measured it (its hint).
 This module sits at the bottom of the house: it imports nothing of the project.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -149,32 +150,49 @@ def format_percent(fraction: float) -> str:
     return f"{fraction * 100:.3g}%"
 
 
-def format_value(metric: str, value: Optional[float]) -> str:
-    """A base-unit metric value for people: '812.4/s', '15.2 ms', '1.5 GiB', '9.8 W', '12 mJ'."""
+def _scale(dim: str, value: float) -> Tuple[float, str]:
+    """The display unit of a base-unit value: (factor to divide by, unit text with its space)."""
+    a = abs(value)
+    if dim == "rate":
+        return 1.0, "/s"
+    if dim == "time":
+        if a >= 1:
+            return 1.0, " s"
+        return (1e-3, " ms") if a >= 1e-3 else (1e-6, " us")
+    if dim == "bytes":
+        for unit, scale in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
+            if a >= scale:
+                return scale, " " + unit
+        return 1.0, " B"
+    if dim == "energy":
+        return (1e-3, " mJ") if a < 1 else (1.0, " J")
+    return 1.0, {"power": " W", "temperature": " C", "percent": " %"}.get(dim, "")
+
+
+def display_unit(metric: str, value: float) -> Tuple[float, str]:
+    """The unit ``format_value`` prints ``value`` in: (factor from the base unit, unit text)."""
+    row = METRICS.get(metric)
+    return _scale(row.dimension if row is not None else "", value)
+
+
+def format_value(metric: str, value: Optional[float], resolution: Optional[float] = None) -> str:
+    """A base-unit metric value for people: '812.4/s', '15.2 ms', '1.5 GiB', '9.8 W', '12 mJ'.
+
+    ``resolution`` (base units, e.g. the half-width of the value's confidence interval): print
+    the digits down to the first significant digit of the resolution and no further, so a value
+    shows what the measurement resolves (``1.441 ms``, not ``1.44 ms`` nor ``1.44127 ms``)."""
     if value is None:
         return "-"
     row = METRICS.get(metric)
     dim = row.dimension if row is not None else ""
+    factor, unit = _scale(dim, value)
+    if resolution is not None and resolution > 0 and math.isfinite(resolution):
+        decimals = max(0, min(9, math.ceil(-math.log10(resolution / factor))))
+        return f"{value / factor:.{decimals}f}{unit}"
     if dim == "rate":
         return f"{value:.1f}/s" if abs(value) < 1e5 else f"{value:.4g}/s"
-    if dim == "time":
-        a = abs(value)
-        if a >= 1:
-            return f"{value:.3g} s"
-        if a >= 1e-3:
-            return f"{value * 1e3:.3g} ms"
-        return f"{value * 1e6:.3g} us"
-    if dim == "bytes":
-        for unit, scale in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {unit}"
+    if dim == "bytes" and factor == 1.0:
         return f"{value:.0f} B"
-    if dim == "power":
-        return f"{value:.3g} W"
-    if dim == "energy":
-        return f"{value * 1e3:.3g} mJ" if abs(value) < 1 else f"{value:.3g} J"
-    if dim == "temperature":
-        return f"{value:.3g} C"
-    if dim == "percent":
-        return f"{value:.3g} %"
-    return f"{value:.4g}"
+    if not dim:
+        return f"{value:.4g}"
+    return f"{value / factor:.3g}{unit}"

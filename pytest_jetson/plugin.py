@@ -31,13 +31,13 @@ def pytest_addoption(parser):
     group = parser.getgroup("jetson", "performance regression testing on NVIDIA Jetson")
     add = group.addoption
     add("--jetson-device", dest="jetson_device", default=None, metavar="NAME|auto",
-        help="device to test: a name from `pytest-jetson devices` or auto (the detected board, else "
-             "a simulated Orin Nano 8GB). Ini: jetson_device.")
+        help="device to test: a name or alias that 'pytest-jetson devices' lists, or auto (the "
+             "detected board, else a simulated Orin Nano 8GB). Ini: jetson_device.")
     add("--jetson-simulate", dest="jetson_simulate", action="store_true", default=False,
         help="simulate the device even on a real Jetson board")
     add("--jetson-backend", dest="jetson_backend", default=None, metavar="NAME",
-        help="engine backend: tensorrt, onnxruntime, simulated or one a plugin adds (default: "
-             "tensorrt on a board, simulated elsewhere)")
+        help="engine backend: tensorrt, onnxruntime (real inference on the host CPU), simulated or "
+             "one a plugin adds (default: tensorrt on a board, simulated elsewhere)")
     add("--jetson-power-mode", dest="jetson_power_mode", default=None, metavar="MODE",
         help="nvpmodel power mode by name or id (default: the board's current or the profile's default)")
     add("--jetson-baselines", dest="jetson_baselines", default=None, metavar="DIR",
@@ -71,6 +71,9 @@ def pytest_addoption(parser):
              "host, simulated, none, or one a plugin adds")
     add("--jetson-telemetry-interval", dest="jetson_telemetry_interval", default=None, metavar="DUR",
         help="telemetry sampling interval (default 100ms, down to 10ms)")
+    add("--jetson-table", dest="jetson_table", default=None, choices=("problems", "all", "none"),
+        help="the perf gate's table: problems (failed, errored, inconclusive bounds; the default), "
+             "all (every bound; also with -v) or none")
     parser.addini("jetson_device", "device to test (NAME or auto)", default="auto")
     parser.addini("jetson_baselines", "baseline directory", default="baselines")
     parser.addini("jetson_power_mode", "power mode to expect/simulate", default="")
@@ -121,6 +124,7 @@ def _settings_from_config(config):
         telemetry=opt("jetson_telemetry") or config.getini("jetson_telemetry") or "auto",
         telemetry_interval=parse_optional_duration(opt("jetson_telemetry_interval"),
                                                    "--jetson-telemetry-interval") or 0.1,
+        table=opt("jetson_table") or ("all" if (config.getoption("verbose", 0) or 0) > 0 else "problems"),
     )
 
 
@@ -195,7 +199,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "perf(**bounds): performance bounds checked after the test, absolute ('>= 900/s', "
-        "'<= 15 ms', '<= 1.5 GiB', '<= 10 W') or relative to the stored baseline ('5%').",
+        "'<= 15 ms', '<= 1.5 GiB', '<= 10 W') or relative to the stored baseline ('5%'). Every test "
+        "that uses perf, trt_engine or process_pool carries it: -m perf runs only them, "
+        "-m 'not perf' leaves them out.",
     )
     config.addinivalue_line(
         "markers",
@@ -237,51 +243,67 @@ def pytest_report_header(config):
     ctx = config.stash.get(CONTEXT_KEY, None)
     if ctx is None:
         return None
-    from .engines.registry import default_backend
-
-    line = ctx.device.header_line()
-    if ctx.backend_spec is not default_backend(ctx.device):
-        line += f" · backend {ctx.backend}"
-    return line
+    return ctx.header_lines()
 
 
-def _device_matches(device, names, dla, tensor_cores):
+def _profiles(names):
     from .devices.registry import get
 
-    if names:
-        wanted = set()
-        for name in names:
-            try:
-                profile = get(name)
-            except ConfigError as exc:
-                raise pytest.UsageError(f"@pytest.mark.jetson: {exc}") from None
-            wanted.add(profile.id)
-        if device.profile.id not in wanted:
-            return f"runs on {', '.join(sorted(wanted))}; this session tests {device.profile.id}"
-    if dla and not device.profile.has_dla:
-        return f"needs a DLA; {device.profile.name} has none"
-    if tensor_cores and not device.profile.has_tensor_cores:
-        return f"needs tensor cores; {device.profile.name} has none"
+    wanted = []
+    for name in names:
+        try:
+            profile = get(name)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"@pytest.mark.jetson: {exc}") from None
+        if profile.id not in wanted:
+            wanted.append(profile.id)
+    return wanted
+
+
+def _skip_reason(device, marks):
+    """Why a test's ``jetson`` marks exclude this session, or None. Every mark must hold; the
+    reason names the first mismatch in the order a reader looks: the board, what it has, its
+    power mode."""
+    for mark in marks:
+        if mark.args:
+            wanted = _profiles(mark.args)
+            if device.profile.id not in wanted:
+                return f"runs on {', '.join(wanted)}; this session tests {device.profile.id}"
+    for mark in marks:
+        if mark.kwargs.get("dla", False) and not device.profile.has_dla:
+            return f"needs a DLA; {device.profile.name} has none"
+        if mark.kwargs.get("tensor_cores", False) and not device.profile.has_tensor_cores:
+            return f"needs tensor cores; {device.profile.name} has none"
+    for mark in marks:
+        modes = mark.kwargs.get("power_mode")
+        if modes:
+            modes = [modes] if isinstance(modes, str) else list(modes)
+            if device.power_mode.name not in modes:
+                return (f"runs in power mode {', '.join(modes)}; this session tests "
+                        f"{device.power_mode.name} (--jetson-power-mode)")
     return None
 
 
+#: fixtures that make a test a performance test (``-m perf`` selects it, ``-m "not perf"`` leaves it out)
+PERF_FIXTURES = ("perf", "trt_engine", "process_pool")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    """Mark every test that measures with ``perf`` (before ``-m`` selects), and skip the tests
+    whose ``jetson`` marks exclude this session's device."""
+    for item in items:
+        if item.get_closest_marker("perf") is None and any(
+                f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES):
+            item.add_marker(pytest.mark.perf)
     ctx = config.stash.get(CONTEXT_KEY, None)
     if ctx is None:
         return
     for item in items:
-        for mark in item.iter_markers("jetson"):
-            reason = _device_matches(ctx.device, mark.args, mark.kwargs.get("dla", False),
-                                     mark.kwargs.get("tensor_cores", False))
-            modes = mark.kwargs.get("power_mode")
-            if reason is None and modes:
-                modes = [modes] if isinstance(modes, str) else list(modes)
-                if ctx.device.power_mode.name not in modes:
-                    reason = (f"runs in power mode {', '.join(modes)}; this session tests "
-                              f"{ctx.device.power_mode.name} (--jetson-power-mode)")
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=f"jetson: {reason}"))
-                break
+        marks = list(item.iter_markers("jetson"))
+        reason = _skip_reason(ctx.device, marks) if marks else None
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=f"jetson: {reason}"))
 
 
 # -- fixtures --------------------------------------------------------------------------------------
@@ -436,6 +458,46 @@ def pytest_make_collect_report(collector):
         rep.result = []
 
 
+# -- the plugin's own errors -----------------------------------------------------------------------
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _internal(entry):
+    path = str(getattr(entry, "path", None) or entry.frame.code.path)
+    return os.path.abspath(path).startswith(_PACKAGE_DIR + os.sep)
+
+
+def _hide_internal_frames(item, call, rep):
+    """An error pytest-jetson raised on purpose (a ``JetsonError``: a worker, an engine, a
+    telemetry source, a baseline, a usage) is reported with the user's frames only: its message
+    says what went wrong and the fix, and the plugin's frames would bury it."""
+    from .errors import JetsonError
+
+    excinfo = call.excinfo
+    if excinfo is None or not rep.failed or not isinstance(excinfo.value, JetsonError):
+        return
+    config = item.config
+    if config.getoption("fulltrace", False):
+        return
+    # pytest's own pruning first (from the test function on, __tracebackhide__), then ours
+    if hasattr(item, "_traceback_filter"):  # pytest >= 7.4
+        traceback = item._traceback_filter(excinfo)
+    elif hasattr(item, "_prunetraceback"):
+        item._prunetraceback(excinfo)
+        traceback = excinfo.traceback
+    else:
+        traceback = excinfo.traceback
+    kept = traceback.filter(lambda entry: not _internal(entry))
+    if not len(kept):
+        rep.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
+        return
+    excinfo.traceback = kept
+    style = config.getoption("tbstyle", "auto")
+    rep.longrepr = excinfo.getrepr(
+        funcargs=True, abspath=False, showlocals=config.getoption("showlocals", False),
+        style="long" if style in ("auto", None) else style, tbfilter=False, truncate_locals=True)
+
+
 # -- the session: gate, results, files -------------------------------------------------------------
 class PerfSession:
     """The gate of this pytest session. It decides each test's bounds right after its body (on an
@@ -452,6 +514,9 @@ class PerfSession:
         self.deselected = 0
         self.lines = []
         self.errors = []
+        from .report.counts import TestCounts
+
+        self.counts = TestCounts()
 
     @property
     def worker(self):
@@ -464,9 +529,9 @@ class PerfSession:
             from .gate.session import GateSession
 
             ctx = self.ctx
-            self._gate = GateSession(ctx.settings, ctx.fingerprint(), ctx.device.id,
+            self._gate = GateSession(ctx.settings, ctx.fingerprint(), ctx.baseline_id,
                                      rootdir=str(self.config.rootpath),
-                                     compared_keys=COMPARED_KEYS + tuple(ctx.extra_fingerprint))
+                                     compared_keys=COMPARED_KEYS + ctx.compared_keys())
         return self._gate
 
     def close(self):
@@ -481,9 +546,12 @@ class PerfSession:
     def pytest_runtest_makereport(self, item, call):
         """After the test body: check the perf bounds on what the test recorded. A failing bound
         fails the test with its verdicts as the report (no traceback); perf bounds with nothing
-        recorded error at teardown."""
+        recorded error at teardown. An error of pytest-jetson's own (a worker, an engine, a
+        telemetry source, a baseline, a usage) shows the user's frames and the message, not the
+        plugin's internals (``--fulltrace`` shows everything)."""
         outcome = yield
         rep = outcome.get_result()
+        _hide_internal_frames(item, call, rep)
         if call.when == "teardown":
             message = item.stash.get(ERROR_KEY, None)
             if message and rep.passed:
@@ -521,6 +589,10 @@ class PerfSession:
             item.warn(pytest.PytestWarning(note))
 
     def pytest_runtest_logreport(self, report):
+        if "perf" in report.keywords or getattr(report, "jetson", None) is not None:
+            status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+            category = status[0] if status else report.outcome
+            self.counts.add(report.nodeid, category if isinstance(category, str) else category[0])
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.ran.append(report.nodeid)
             data = getattr(report, "jetson", None)
@@ -544,7 +616,7 @@ class PerfSession:
         root = Path(s.baselines)
         if not root.is_absolute():
             root = self.config.rootpath / root
-        directory = root / self.ctx.device.id
+        directory = root / self.ctx.baseline_id
         if not directory.is_dir():
             return False
         from .gate.keys import baseline_path
@@ -570,10 +642,13 @@ class PerfSession:
             failed = int(exitstatus) in (2, 3, 4)
             summary = gate.finish(self.ran, partial_selection=partial, failed_session=failed)
             self.lines += render.baseline_summary(summary)
+        self.counts.add_verdicts(self.results)
         if s.report_json or s.report_md or s.plots:
             from .report.files import write_reports
 
-            written, errors = write_reports(self.results, s, self.ctx.fingerprint())
+            target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
+            written, errors = write_reports(self.results, s, self.ctx.fingerprint(), counts=self.counts,
+                                            target=target)
             self.lines += [f"pytest-jetson: wrote {p}" for p in written]
             self.errors += [f"pytest-jetson: {e}" for e in errors]
         if self.config.pluginmanager.get_plugin("terminalreporter") is None:
@@ -585,10 +660,11 @@ class PerfSession:
             return
         tr = terminalreporter
         table = []
-        if self.results:
+        if self.results or self.counts.tests:
             from .report import terminal
 
-            table = terminal.summary(self.results, self.ctx.fingerprint())
+            table = terminal.summary(self.results, self.counts, title=self.ctx.describe(),
+                                     width=tr._tw.fullwidth, show=self.ctx.settings.table)
         if table or self.lines:
             tr.write_sep("-", "pytest-jetson perf gate")
             for line in table + self.lines:

@@ -13,6 +13,7 @@ from .units import parse_duration
 UPDATE_MODES = ("all", "new")
 MISSING_BASELINE = ("skip", "fail")
 INCONCLUSIVE = ("pass", "fail")
+TABLES = ("problems", "all", "none")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Settings:
     duration: Optional[float] = None
     telemetry: str = "auto"
     telemetry_interval: float = 0.1
+    #: what the terminal's perf table lists: problems (the default), all, none
+    table: str = "problems"
 
     def __post_init__(self) -> None:
         # Backends and sources come from their registries, which plugins extend at start-up.
@@ -48,6 +51,7 @@ class Settings:
         _choice("--jetson-update-baselines", self.update_baselines, UPDATE_MODES, allow_none=True)
         _choice("--jetson-missing-baseline", self.missing_baseline, MISSING_BASELINE)
         _choice("--jetson-inconclusive", self.inconclusive, INCONCLUSIVE)
+        _choice("--jetson-table", self.table, TABLES)
         if not 0.5 <= self.confidence < 1:
             raise ConfigError(
                 f"--jetson-confidence: {self.confidence!r} is not a confidence level; use a value "

@@ -103,7 +103,8 @@ def test_friendly_names(alias, device):
 
 
 def test_unknown_name_suggests_a_device():
-    with pytest.raises(ConfigError, match="Did you mean 'orin-nano-8gb'"):
+    # aliases are what people type: the closest ones are suggested, with the device each names
+    with pytest.raises(ConfigError, match=r"Did you mean 'orin-nano' \(orin-nano-8gb\)"):
         registry.get("orn-nano")
 
 
@@ -220,14 +221,20 @@ def test_table_lists_every_device_once(capsys):
 def test_table_shows_names_modes_and_the_default(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 120
+    modes_block = lines[lines.index(next(x for x in lines if x.startswith("power modes"))):]
     for p in registry.profiles().values():
-        row = next(line for line in out.splitlines() if line.startswith(p.id + " "))
+        row = next(line for line in lines if line.startswith(p.id + " "))
         assert p.name in row
+        # the modes line of the device, with its wrapped continuation lines
+        i = next(i for i, x in enumerate(modes_block) if x.split()[:1] == [p.id])
+        modes = " ".join([modes_block[i]] + [x for x in modes_block[i + 1:i + 4] if x.startswith("      ")])
         for mode in p.power_modes:
-            assert re.search(rf"(?<!\S){re.escape(mode.name)}\*?(?!\S)", row), (p.id, mode.name)
-        assert f"{p.default_power_mode}*" in row
-        assert row.count("*") == 1
-    assert "orin-nano-8gb-super  orin-nano-super" in out  # the alias block
+            assert re.search(rf"(?<!\S){re.escape(mode.name)}\*?(?!\S)", modes), (p.id, mode.name)
+        assert f"{p.default_power_mode}*" in modes
+        assert modes.count("*") == 1
+    assert "  orin-nano-8gb-super  orin-nano-super" in out  # the alias block
 
 
 def test_json_lists_every_device_with_its_modes(capsys):

@@ -49,6 +49,11 @@ def run(pytester, *args):
                               "-W", "ignore::pytest.PytestAssertRewriteWarning", *args)
 
 
+def words(result):
+    """The run's output with its line wrapping undone (the summary wraps at the terminal's width)."""
+    return " ".join(result.stdout.str().split())
+
+
 def baseline_doc(pytester, module="test_suite.py"):
     return json.loads((pytester.path / "baselines" / "orin-nano-8gb" / (module + ".json")).read_text())
 
@@ -135,7 +140,7 @@ def test_absolute_bounds_pass_and_fail_with_message(suite):
     r = run(suite)
     r.assert_outcomes(passed=1, failed=1)
     r.stdout.fnmatch_lines([
-        "*perf bound failed: throughput 8*/s (99% CI 7*/s..8*/s) violates the bound >= 900.0/s*",
+        "*perf bound failed: throughput 8*/s (99% CI 7*..8*/s) violates the bound >= 900.0/s*",
         "*other bounds: latency_p99 '<= 1 s' pass*",
     ])
 
@@ -187,10 +192,8 @@ def test_missing_baseline_skips_relative_bounds_or_fails_for_gates(suite):
     suite.makepyfile(test_suite=SUITE)
     r = run(suite)
     r.assert_outcomes(passed=2)
-    r.stdout.fnmatch_lines([
-        "*skip test_suite.py::test_a: throughput 5%, latency_p99 10%: no baseline for orin-nano-8gb; "
-        "record with --jetson-update-baselines*",
-    ])
+    assert ("skipped throughput 5%, latency_p99 10% of test_suite.py::test_a: no baseline for "
+            "orin-nano-8gb; record with --jetson-update-baselines") in words(r)
     r = run(suite, "--jetson-missing-baseline=fail")
     r.assert_outcomes(passed=1, failed=1)
 
@@ -246,10 +249,8 @@ def test_environment_mismatch_is_reported_not_compared(suite, monkeypatch):
     monkeypatch.setenv("SCALE", "1.5")
     r = run(suite)
     r.assert_outcomes(passed=2)
-    r.stdout.fnmatch_lines([
-        "*skip test_suite.py::test_a: throughput 5%, latency_p99 10%: baseline not compared, recorded "
-        "under another environment: power_mode: 7W (baseline) vs 15W (now)*",
-    ])
+    assert ("skipped throughput 5%, latency_p99 10% of test_suite.py::test_a: baseline not compared, "
+            "recorded under another environment: power_mode: 7W (baseline) vs 15W (now)") in words(r)
     r = run(suite, "--jetson-allow-env-mismatch")
     r.assert_outcomes(passed=1, failed=1)
 
@@ -347,9 +348,11 @@ def test_several_measurements_each_checked_and_keyed(suite, monkeypatch):
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines([
         "*perf bound failed: [[]large] throughput * worse than the baseline*",
-        "*test_two [[]large]*throughput*FAIL*",
-        "*test_two [[]small]*throughput*pass*",
+        "test_suite.py::test_two",
+        "  [[]large]",
+        "    throughput*FAIL",
     ])
+    assert "[small]" not in r.stdout.str().split("pytest-jetson perf gate")[1]  # it passed
 
 
 # -- reports ----------------------------------------------------------------------------------------
@@ -366,14 +369,16 @@ def test_json_markdown_junit_reports(suite, monkeypatch):
     assert rep["kind"] == "pytest-jetson-report" and rep["schema"] == 1
     assert rep["device"]["device"] == "orin-nano-8gb"
     assert rep["settings"]["confidence"] == 0.99
-    assert rep["summary"]["fail"] == 1 and rep["summary"]["tests"] == 2
+    assert rep["summary"]["failed"] == 1 and rep["summary"]["passed"] == 1 and rep["summary"]["tests"] == 2
+    assert rep["summary"]["bounds"]["fail"] == 2 and rep["summary"]["bounds"]["pass"] == 1
     t = {x["nodeid"]: x for x in rep["tests"]}["test_suite.py::test_a"]
     assert t["measurements"][0]["kind"] == "measurement" and len(t["measurements"][0]["latencies"]) == 2000
     assert {v["metric"]: v["outcome"] for v in t["verdicts"]} == {"throughput": "fail", "latency_p99": "fail"}
     md = summary.read_text()
     assert md.startswith("earlier step\n## pytest-jetson perf gate")
-    rows = [line for line in md.splitlines() if line.startswith("| `")]
-    assert "fail" in rows[0] and "pass" in rows[-1]
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert "FAIL" in rows[2] and "pass" in rows[-1]  # problems first; every bound in the folded table
+    assert "❌ regressions found: perf tests: 1 failed, 1 passed · bounds: 2 fail, 1 pass" in md
     junit = (suite.path / "junit.xml").read_text()
     assert 'name="jetson.throughput"' in junit
     assert 'name="jetson.throughput.verdict" value="fail regression (5%)"' in junit
@@ -419,3 +424,49 @@ def test_a_bad_baseline_file_errors_its_module_only(suite):
     assert "INTERNALERROR" not in r.stdout.str()
     run(suite, "--jetson-update-baselines")
     assert bad.read_text() == text  # never written over
+
+
+def test_model_paths_are_stored_relative_to_the_project_root(suite):
+    import shutil
+
+    from pytest_jetson.models import zoo
+
+    (suite.path / "models").mkdir()
+    shutil.copy(zoo.path("squeezenet1_1"), suite.path / "models" / "tiny.onnx")
+    suite.makepyfile(test_suite='''
+        from pathlib import Path
+        import pytest
+
+        MODEL = Path(__file__).parent / "models" / "tiny.onnx"  # absolute, as tests usually write it
+
+        @pytest.mark.perf(throughput="5%")
+        def test_tiny(trt_engine, perf):
+            perf.measure(trt_engine(MODEL), duration="0.5s", warmup=0)
+
+        def test_pool(process_pool, perf):
+            perf.record(process_pool(str(MODEL), processes=2, duration="0.5s", warmup=0))
+    ''')
+    run(suite, "--jetson-update-baselines", "--jetson-report-json", "r.json").assert_outcomes(passed=2)
+    stored = (suite.path / "baselines" / "orin-nano-8gb" / "test_suite.py.json").read_text()
+    report = (suite.path / "r.json").read_text()
+    assert str(suite.path) not in stored and str(suite.path) not in report
+    entry = json.loads(stored)["entries"]["test_suite.py::test_tiny"]
+    assert entry["fingerprint"]["model"] == "models/tiny.onnx"
+    tests = {t["nodeid"]: t for t in json.loads(report)["tests"]}
+    assert tests["test_suite.py::test_tiny"]["measurements"][0]["model"] == "models/tiny.onnx"
+
+
+def test_the_table_lists_problems_by_default_and_everything_with_v(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines")
+    monkeypatch.setenv("SCALE", "1.2")
+    r = run(suite)
+    gate = r.stdout.str().split("pytest-jetson perf gate")[1]
+    assert "test_suite.py::test_a" in gate and "test_suite.py::test_b" not in gate
+    r.stdout.fnmatch_lines(["perf tests: 1 failed, 1 passed · bounds: 2 fail, 1 pass · -v lists every bound"])
+    for args in (["-v"], ["--jetson-table", "all"]):
+        gate = run(suite, *args).stdout.str().split("pytest-jetson perf gate")[1]
+        assert "test_suite.py::test_b" in gate and "-v lists" not in gate
+    assert "pytest-jetson perf gate" not in run(suite, "--jetson-table", "none").stdout.str()
+    r = run(suite, "--jetson-table", "some")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR

@@ -4,6 +4,7 @@ valid runnable ONNX, cache safely across processes, and analyse without generati
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -68,8 +69,10 @@ PUBLISHED_GMACS = {
 }
 
 
-def test_names_lists_the_whole_zoo():
-    assert zoo.names() == sorted(PARAMS)
+def test_names_lists_the_whole_zoo_in_natural_order():
+    assert sorted(zoo.names()) == sorted(PARAMS)
+    resnets = [n for n in zoo.names() if re.fullmatch(r"resnet\d+", n)]
+    assert resnets == ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

@@ -45,7 +45,8 @@ def test_unknown_device_is_a_usage_error_with_a_suggestion(host):
     result = host.runpytest("--jetson-device", "orin-nnao")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        "ERROR: unknown Jetson device 'orin-nnao'. Did you mean 'orin-nano-8gb'? Known devices: *orin-nano-8gb*"
+        "ERROR: unknown Jetson device 'orin-nnao'. Did you mean 'orin-nano' (orin-nano-8gb)*? Known devices: "
+        "*orin-nano-8gb*"
     ])
     assert "Traceback" not in result.stderr.str()
 
@@ -149,6 +150,31 @@ def test_jetson_marker_skips_other_devices_and_modes(host):
         "*jetson: needs a DLA; Jetson Orin Nano 8GB has none",
         "*jetson: runs in power mode 7W; this session tests 15W (--jetson-power-mode)",
     ])
+
+
+def test_a_test_for_another_board_is_skipped_for_the_board_not_its_mode(host):
+    host.makepyfile(test_agx="""
+        import pytest
+
+        pytestmark = pytest.mark.jetson("agx-orin")
+
+        @pytest.mark.jetson(power_mode="MAXN")
+        def test_maxn():
+            pass
+
+        @pytest.mark.jetson(dla=True)
+        def test_dla():
+            pass
+    """)
+    result = host.runpytest("test_agx.py", "-rs", "--jetson-device", "orin-nano")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*test_agx.py:5: jetson: runs on agx-orin-64gb; this session tests orin-nano-8gb",
+                                 "*test_agx.py:9: jetson: runs on agx-orin-64gb; this session tests orin-nano-8gb"])
+    assert "runs in power mode" not in result.stdout.str() and "DLA" not in result.stdout.str()
+    # on the right board, the mode is the mismatch
+    result = host.runpytest("test_agx.py", "-rs", "--jetson-device", "agx-orin")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*jetson: runs in power mode MAXN; this session tests MODE_30W*"])
 
 
 def test_jetson_marker_with_an_unknown_device_is_a_usage_error(host):

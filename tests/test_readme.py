@@ -49,6 +49,8 @@ def test_readme_starts_with_the_two_setup_commands():
 
 def test_every_readme_command_runs(tmp_path):
     shutil.copytree(ROOT / "tests" / "perf", tmp_path / "tests" / "perf")
+    # a project's unit tests beside its perf tests, for the README's `-m "not perf"`
+    shutil.copy(ROOT / "tests" / "test_units.py", tmp_path / "tests" / "test_units.py")
     if (ROOT / "baselines").is_dir():
         shutil.copytree(ROOT / "baselines", tmp_path / "baselines")
     bindir = Path(sys.executable).parent
@@ -65,6 +67,12 @@ def test_every_readme_command_runs(tmp_path):
         proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"{line}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         ran.append(line)
+        words = shlex.split(line)
+        if "-m" in words and words[words.index("-m") + 1] == "not perf":
+            assert "passed" in proc.stdout and "perf tests" not in proc.stdout, line
     assert any(c.startswith("pytest tests/perf") for c in ran)
     assert any(c.startswith("pytest-jetson plot") for c in ran)
-    assert (tmp_path / "perf-plots").is_dir()
+    assert any(c.startswith("pytest-jetson history") for c in ran)
+    assert any("-m \"not perf\"" in c for c in ran) and any("-m perf" in c for c in ran)
+    assert sorted(p.name for p in (tmp_path / "perf-plots").iterdir())  # the quick start draws something
+    assert (tmp_path / "perf-history" / "overview.png").is_file()

@@ -30,28 +30,83 @@ def result(nodeid, outcome, change=None, series=False):
     return TestResult(nodeid=nodeid, keys=[nodeid], measurements=[d], verdicts=[v], fingerprint=FP)
 
 
-def test_terminal_table_puts_regressions_first():
+def counts(results):
+    from pytest_jetson.report.counts import from_results
+
+    return from_results(results)
+
+
+def test_terminal_table_groups_by_test_and_lists_only_what_needs_a_look():
     results = [result("t.py::test_ok", "pass", 0.01), result("t.py::test_slow", "fail", -0.12),
                result("t.py::test_new", "skip")]
-    lines = terminal.summary(results, FP)
-    assert lines[0] == "device orin-nano-8gb (simulated), power mode 15W"
-    assert lines[1].split() == ["test", "metric", "value", "baseline", "change", "bound", "verdict"]
-    body = lines[3:6]
-    assert "test_slow" in body[0] and "FAIL" in body[0] and "12.0% worse" in body[0]
-    assert "test_new" in body[1] and "skip" in body[1]
-    assert "test_ok" in body[2] and "1.0% better" in body[2]
-    assert ("skip t.py::test_new: throughput 5%: no baseline for orin-nano-8gb; record with "
-            "--jetson-update-baselines") in lines
+    lines = terminal.summary(results, counts(results), title="Jetson Orin Nano 8GB (simulated)", width=100)
+    assert lines[0] == "Jetson Orin Nano 8GB (simulated)"
+    assert lines[1].split() == ["test", "/", "bound", "value", "baseline", "change", "bound", "verdict"]
+    assert lines[3] == "t.py::test_slow"  # the test id once, its bounds under it
+    assert lines[4].split() == ["throughput", "800/s", "909/s", "12.0%", "worse", "5%", "FAIL"]
+    assert not any("test_ok" in line for line in lines)  # passing bounds are counted, not listed
+    text = " ".join(" ".join(lines).split())  # notes wrap at the width
+    assert ("skipped throughput 5% of t.py::test_new: no baseline for orin-nano-8gb; record with "
+            "--jetson-update-baselines") in text
+    assert lines[-1] == "perf tests: 1 failed, 2 passed · bounds: 1 fail, 1 skip, 1 pass · -v lists every bound"
+    assert max(map(len, lines)) <= 100
 
 
-def test_markdown_regressions_first_with_reasons():
-    md = markdown.render([result("t.py::test_ok", "pass", 0.0), result("t.py::test_slow", "fail", -0.2)], FP)
+def test_terminal_table_shows_every_bound_with_all():
+    results = [result("t.py::test_ok", "pass", 0.01), result("t.py::test_slow", "fail", -0.12)]
+    lines = terminal.summary(results, counts(results), width=100, show="all")
+    tests = [line for line in lines if line.startswith("t.py")]
+    assert tests == ["t.py::test_slow", "t.py::test_ok"]  # worst first
+    assert any("1.0% better" in line for line in lines)
+    assert "-v lists every bound" not in lines[-1]
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 152])
+def test_terminal_table_fits_the_width(width):
+    long_id = "tests/perf/test_orin_nano_concurrency.py::test_concurrent_processes[fcn_resnet50-int8-p4]"
+    results = [result(long_id, "fail", -0.224), result("t.py::test_ok", "pass", 0.0)]
+    lines = terminal.summary(results, counts(results), title="x", width=width, show="all")
+    assert max(map(len, lines)) <= width
+    assert any(line.endswith("fcn_resnet50-int8-p4]") for line in lines)  # the parameters stay readable
+    assert any("22.4% worse" in line for line in lines)
+
+
+def test_numbers_print_at_the_precision_their_interval_resolves():
+    from pytest_jetson.report import render
+
+    # down to the first significant digit of the interval's half-width (0.00075 ms)
+    assert render.value_text("latency_p50", 1.44127e-3, (1.4405e-3, 1.4420e-3)) == "1.4413 ms"
+    assert render.interval("latency_p50", (1.4405e-3, 1.4420e-3), 0.99) == " (99% CI 1.4405..1.4420 ms)"
+    assert render.value_text("latency_p50", 7.6812e-3, (7.60e-3, 7.76e-3)) == "7.68 ms"
+    assert render.value_text("throughput", 1042.33, (1040.1, 1044.6)) == "1042/s"
+    assert render.value_text("throughput", 0.8) == "0.800/s"  # three digits without an interval
+
+
+def test_one_sign_convention_everywhere():
+    from pytest_jetson.report import render
+
+    assert render.change_text(0.224) == "22.4% worse" and render.change_text(-0.031) == "3.1% better"
+    assert render.worse_interval((0.22, 0.227)) == "22.0%..22.7% worse"
+    assert render.worse_interval((-0.02, -0.01)) == "1.0%..2.0% better"
+    assert render.worse_interval((-0.005, 0.002)) == "0.5% better..0.2% worse"
+    v = result("t.py::test_slow", "fail", -0.2).verdicts[0]
+    v.worse_ci, v.p_value, v.basis = (0.18, 0.22), 1e-9, "statistics"
+    text = render.headline(v)
+    assert "20.0% worse than the baseline" in text and "18.0%..22.0% worse" in text
+    assert "+" not in text and "positive" not in text
+
+
+def test_markdown_counts_tests_and_lists_problems_first_with_reasons():
+    results = [result("t.py::test_ok", "pass", 0.0), result("t.py::test_slow", "fail", -0.2)]
+    md = markdown.render(results, FP, counts(results), title="Jetson Orin Nano 8GB (simulated)")
     assert md.startswith("## pytest-jetson perf gate")
-    assert "❌ regressions found: 1 fail, 1 pass" in md
+    assert "❌ regressions found: perf tests: 1 failed, 1 passed · bounds: 1 fail, 1 pass" in md
     rows = [line for line in md.splitlines() if line.startswith("| `")]
     assert "test_slow" in rows[0] and "20.0% worse" in rows[0]
     assert "<details><summary>why</summary>" in md
-    assert "throughput 800.0/s (99% CI 790.0/s..810.0/s) is 20.0% worse than the baseline 1000.0/s" in md
+    assert "throughput 800/s (99% CI 790..810/s) is 20.0% worse than the baseline 1000/s" in md
+    assert md.count("is 20.0% worse than the baseline") == 1  # said once
+    assert "<details><summary>all 2 bounds</summary>" in md
 
 
 def test_markdown_write_appends_for_step_summary(tmp_path):

@@ -19,7 +19,8 @@ COMMANDS: Dict[str, str] = {
     "compare": "compare two JSON reports; exit 1 on regressions",
     "show": "list the stored baselines",
     "diff": "what changed between two baseline directories or git revisions",
-    "plot": "draw the research's figures from a JSON report",
+    "plot": "draw figures from JSON reports (scaling, Pareto front, measurements, comparison)",
+    "history": "trends over past runs' JSON reports: steps and slow drifts",
 }
 
 
@@ -29,7 +30,7 @@ def _usage() -> str:
     for name, text in COMMANDS.items():
         lines.append(f"  {name:<{width}}  {text}")
     lines.append("")
-    lines.append("Run `pytest-jetson COMMAND --help` for a command's options.")
+    lines.append("Run 'pytest-jetson COMMAND --help' for a command's options.")
     return "\n".join(lines)
 
 
@@ -60,4 +61,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `pytest-jetson ... | head` closed the pipe: not an error. Point stdout at devnull so the
+        # interpreter's last flush does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 

@@ -1,32 +1,60 @@
 """``pytest-jetson compare OLD.json NEW.json``: two JSON reports compared with the gate's statistics.
 
 Every measured metric of every test in both is decided with the gate's own rule: the relative
-bounds a test declares give their tolerances, other metrics use ``--tolerance``. Exit status: 0 no
-regression, 1 regressions (or inconclusive comparisons with ``--inconclusive fail``), 2 unreadable
-input.
+bounds a test declares give their tolerances, other metrics use ``--tolerance``. The table groups
+the metrics under their test and, by default, lists the ones that need a look; ``-v`` lists them
+all. Exit status: 0 no regression, 1 regressions (or inconclusive comparisons with
+``--inconclusive fail``), 2 unreadable input.
 """
 
 import argparse
+import shutil
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BaselineError, BoundError
 from ..gate.bounds import parse
 from ..gate.reports import compare_reports, measurements_by_key
-from ..gate.verdict import rank
-from ..metrics import format_value
+from ..gate.verdict import worst
 from ..report import render
 
 
-def _print(lines: Sequence[str], out=None) -> None:
+def _print(lines: Sequence[str], out: Any = None) -> None:
     out = out or sys.stdout
     for line in lines:
         out.write(line + "\n")
 
 
+def width() -> int:
+    """The terminal's width (``COLUMNS``, else the terminal, else 100 columns in a pipe)."""
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+class _Test:
+    """One test's comparisons, shaped like a gate result for the shared table."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.verdicts: List[Any] = []
+        self.error = None
+        self.measurements: List[Any] = []
+
+    @property
+    def outcome(self) -> str:
+        return worst(v.outcome for v in self.verdicts) or "pass"
+
+
+def _cells(v: Any, indent: str) -> List[str]:
+    return [indent + v.metric, render.value_text(v.metric, v.baseline, v.ci),
+            render.value_text(v.metric, v.value, v.ci), render.change_text(v.worse), v.bound,
+            render.label(v.outcome)]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from ..report import jsonreport
-    from ..report.terminal import table
+    from ..report.models import check_known, matches, models_of
+    from ..report.terminal import PROBLEMS, rows
+    from ..report.text import Column, table
 
     p = argparse.ArgumentParser(
         prog="pytest-jetson compare",
@@ -39,12 +67,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="tolerance for metrics without a relative bound in the test (default 5%%)")
     p.add_argument("--metric", action="append", dest="metrics", metavar="NAME",
                    help="compare only these metrics (repeatable)")
+    p.add_argument("--model", action="append", dest="models", metavar="NAME|PATH",
+                   help="compare only the measurements of this model: a zoo name or an .onnx path "
+                        "(repeatable)")
     p.add_argument("--confidence", type=float, default=0.99, help="confidence level (default 0.99)")
     p.add_argument("--inconclusive", choices=("pass", "fail"), default="pass",
                    help="exit 1 on comparisons too noisy to decide (default: pass)")
     p.add_argument("--allow-env-mismatch", action="store_true",
                    help="compare measurements taken under different environments")
-    p.add_argument("-v", "--verbose", action="store_true", help="print every verdict's full message")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list every compared metric, with its full message")
     args = p.parse_args(argv)
     try:
         tol = parse("throughput", args.tolerance).tolerance
@@ -68,37 +100,65 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if bad:
             sys.stderr.write(f"pytest-jetson compare: unknown metric {bad[0]!r}; known: {', '.join(METRICS)}\n")
             return 2
+    new_m, old_m = measurements_by_key(new), measurements_by_key(old)
+    wanted = args.models or []
+    if wanted:
+        seen = [m for md in list(new_m.values()) + list(old_m.values()) for m in models_of(md)]
+        why = check_known(wanted, seen, f"{args.old} or {args.new}")
+        if why:
+            sys.stderr.write(f"pytest-jetson compare: {why}\n")
+            return 2
     verdicts = compare_reports(old, new, tolerance=tol, confidence=args.confidence,
                                metrics=args.metrics, allow_env_mismatch=args.allow_env_mismatch)
-    verdicts.sort(key=lambda v: rank(v.outcome))
-    rows = [[v.measurement, v.metric, format_value(v.metric, v.baseline), format_value(v.metric, v.value),
-             render.change_text(v.worse), v.bound, render.label(v.outcome)] for v in verdicts]
+    verdicts = [v for v in verdicts if matches(new_m.get(v.measurement, {}), wanted)]
+    by_test: Dict[str, _Test] = {}
+    for v in verdicts:
+        by_test.setdefault(v.test or v.measurement, _Test(v.test or v.measurement)).verdicts.append(v)
+    tests = list(by_test.values())
+    show = "all" if args.verbose else "problems"
+    columns = (Column("test / metric"), Column("old", ">"), Column("new", ">"), Column("change"),
+               Column("tolerance", drop=1), Column("verdict"))
     lines = [f"pytest-jetson compare: {args.old} -> {args.new}"]
-    if rows:
-        lines += table(("test", "metric", "old", "new", "change", "tolerance", "verdict"), rows)
-    old_keys = set(measurements_by_key(old))
-    new_keys = set(measurements_by_key(new))
-    for k in sorted(old_keys - new_keys):
-        lines.append(f"only in {args.old}: {k}")
-    for k in sorted(new_keys - old_keys):
-        lines.append(f"only in {args.new}: {k}")
-    shown = [v for v in verdicts if v.outcome != "pass" or args.verbose]
-    if shown:
+    body = rows(tests, show, cells=_cells)
+    if body:
+        lines += table(columns, body, width=width())
+    for k in sorted(set(old_m) - set(new_m)):
+        if matches(old_m[k], wanted):
+            lines.append(f"only in {args.old}: {k}")
+    for k in sorted(set(new_m) - set(old_m)):
+        if matches(new_m[k], wanted):
+            lines.append(f"only in {args.new}: {k}")
+    shown = [v for t in sorted(tests, key=lambda t: t.nodeid) for v in t.verdicts
+             if v.outcome in ("fail", "error", "inconclusive") or args.verbose]
+    skipped: Dict[tuple, List[str]] = {}
+    details = []
+    for v in shown:
+        if v.outcome == "skip":
+            # one line per test and reason, not one per metric
+            skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
+            continue
+        details.append(f"{v.outcome} {v.measurement}: {render.headline(v)}")
+    for v in verdicts:
+        if v.outcome == "skip" and not args.verbose:
+            skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
+    details += [f"skip {key} ({', '.join(names)}): {why}" for (key, why), names in skipped.items()]
+    if details:
         lines.append("")
-        skipped: Dict[tuple, List[str]] = {}
-        for v in shown:
-            if v.outcome == "skip":
-                # one line per test and reason, not one per metric
-                skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
-                continue
-            lines.append(f"{v.outcome} {v.measurement}: {render.headline(v)}")
-        for (key, why), names in skipped.items():
-            lines.append(f"skip {key} ({', '.join(names)}): {why}")
+        lines += details
     bad = [v for v in verdicts if v.outcome in ("fail", "error")
            or (args.inconclusive == "fail" and v.outcome == "inconclusive")]
     counts: Dict[str, int] = {}
     for v in verdicts:
         counts[v.outcome] = counts.get(v.outcome, 0) + 1
-    lines.append(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing to compare")
+    from ..gate.verdict import rank
+
+    words = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: rank(kv[0])))
+    failing = sum(1 for t in tests if any(v in bad for v in t.verdicts))
+    summary = (f"tests: {len(tests)} compared, {failing} with a regression · metrics: {words}"
+               if verdicts else "nothing to compare")
+    hidden = sum(1 for v in verdicts if v.outcome not in PROBLEMS)
+    if hidden and not args.verbose:
+        summary += " · -v lists every metric"
+    lines.append(summary)
     _print(lines)
     return 1 if bad else 0

@@ -113,23 +113,45 @@ def _table(header: Sequence[str], rows: List[Sequence[str]], right: Sequence[int
     return out
 
 
-def summary_lines(selection: List[Profile]) -> List[str]:
-    """One row per device: what a user needs to pick a ``--jetson-device`` and a power mode."""
-    header = ("device", "name", "GPU", "CC", "SMs", "cores", "TCs", "DLA", "memory", "GB/s", "power modes (* default)")
+#: the widest a listing gets (terminals and CI logs at 120 columns read it without wrapping)
+WIDTH = 120
+
+
+def _wrapped(label: str, text: str, label_width: int, width: int) -> List[str]:
+    import textwrap
+
+    lead = f"  {label:<{label_width}}  "
+    return textwrap.wrap(text, width, initial_indent=lead, subsequent_indent=" " * len(lead),
+                         break_on_hyphens=False) or [lead.rstrip()]
+
+
+def summary_lines(selection: List[Profile], width: int = WIDTH) -> List[str]:
+    """One row per device: what a user needs to pick a ``--jetson-device`` and a power mode;
+    then each device's power modes and aliases, wrapped to ``width``."""
+    header = ("device", "name", "GPU", "CC", "SMs", "cores", "TCs", "DLA", "memory", "GB/s", "modes")
     rows = []
     for p in selection:
         rows.append((
             p.id, p.name, p.gpu_arch, p.compute_capability or MISSING, _num(p.sm_count), _num(p.cuda_cores),
-            _num(p.tensor_cores), str(p.dla_count), _memory(p), _num(p.memory_bandwidth_gbs), _modes(p),
+            _num(p.tensor_cores), str(p.dla_count), _memory(p), _num(p.memory_bandwidth_gbs),
+            str(len(p.power_modes)),
         ))
-    lines = _table(header, rows, right=(4, 5, 6, 7, 8, 9))
+    lines = _table(header, rows, right=(4, 5, 6, 7, 8, 9, 10))
+    label = max(len(p.id) for p in selection)
+    lines.append("")
+    lines.append("power modes, in nvpmodel order (* default; --jetson-power-mode takes the name or the id):")
+    for p in selection:
+        lines += _wrapped(p.id, _modes(p), label, width)
     lines.append("")
     lines.append("aliases (any of these, or the id, names the device in --jetson-device):")
-    width = max(len(p.id) for p in selection)
-    lines.extend(f"  {p.id:<{width}}  {', '.join(p.aliases) or MISSING}" for p in selection)
+    for p in selection:
+        lines += _wrapped(p.id, ", ".join(p.aliases) or MISSING, label, width)
     lines.append("")
-    lines.append(f"{len(selection)} devices. `pytest-jetson devices NAME` shows one in full "
-                 f"(aliases, clocks per power mode, sources); '{MISSING}' = not in the public sources.")
+    import textwrap
+
+    lines += textwrap.wrap(
+        f"{len(selection)} devices. 'pytest-jetson devices NAME' shows one in full (aliases, clocks per "
+        f"power mode, sources); '{MISSING}' = not in the public sources.", width)
     return lines
 
 
@@ -158,16 +180,25 @@ def detail_lines(p: Profile) -> List[str]:
                      _num(m.cpu_online), _num(m.cpu_max_mhz), _num(m.dla_max_mhz),
                      "default" if m.name == p.default_power_mode else ""))
     lines.extend("    " + line for line in _table(header, rows, right=(0, 2, 3, 4, 5, 6, 7, 8)))
+    import textwrap
+
+    def para(text: str) -> List[str]:
+        return textwrap.wrap(text, WIDTH, initial_indent="    ", subsequent_indent="      ",
+                             break_on_hyphens=False, break_long_words=False)
+
     notes = [f"{m.name}: {m.notes}" for m in p.power_modes if m.notes]
     if notes:
         lines.append("  mode notes:")
-        lines.extend(f"    {n}" for n in notes)
+        for n in notes:
+            lines += para(n)
     if p.notes:
         lines.append("  notes:")
-        lines.extend(f"    {n}" for n in p.notes)
+        for n in p.notes:
+            lines += para(n)
     if p.sources:
         lines.append("  sources:")
-        lines.extend(f"    {k}: {v}" for k, v in p.sources.items())
+        for k, v in p.sources.items():
+            lines += para(f"{k}: {v}")
     return lines
 
 

@@ -13,7 +13,7 @@ from ..errors import JetsonError
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pytest-jetson models",
                                 description="List the model zoo: parameters, MACs and default input.")
-    p.add_argument("names", nargs="*", help="zoo models to list (default: all)")
+    p.add_argument("names", nargs="*", help="zoo model names or .onnx paths (default: the whole zoo)")
     p.add_argument("--resolution", type=int, default=None,
                    help="square input side to count MACs at (default: each model's own)")
     p.add_argument("--batch", type=int, default=1, help="batch size MACs are counted for (default 1)")
@@ -22,14 +22,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def rows(names: List[str] | None = None, resolution: int | None = None, batch: int = 1) -> List[dict]:
+    from ..engines.base import is_path
     from ..models import zoo
 
     out = []
     for name in names or zoo.names():
-        stats = zoo.stats(name, resolution=resolution, batch=batch)
+        if is_path(name):
+            from pathlib import Path
+
+            from ..errors import ModelError
+            from ..models.graph import analyze
+
+            if not Path(name).is_file():
+                raise ModelError(f"{name}: no such ONNX file; pass an existing .onnx path or a zoo "
+                                 f"name ({', '.join(zoo.names())})")
+            stats = analyze(name, batch=batch)
+            task = "(onnx file)"
+        else:
+            stats = zoo.stats(name, resolution=resolution, batch=batch)
+            task = zoo.task(name)
         out.append({
             "name": name,
-            "task": zoo.task(name),
+            "task": task,
             "params": stats.params,
             "gmacs": round(stats.macs / 1e9, 3),
             "gflops": round(stats.flops / 1e9, 3),

@@ -16,7 +16,10 @@ _MARK = {pf.OK: "ok  ", pf.FAIL: "FAIL", pf.SKIP: "skip", pf.NOTE: "note"}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="pytest-jetson preflight", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="pytest-jetson preflight",
+        description="Is this board fit to run the perf gate right now? Each check prints one line; any "
+                    "failure exits 1 with the command that fixes it.")
     parser.add_argument("--device", help="the board the runner must be (name or alias)")
     parser.add_argument("--power-mode", help="the power mode the board must run (default: the baselines')")
     parser.add_argument("--baselines", type=Path, help="baseline directory of this device, e.g. baselines/orin-nano-8gb")

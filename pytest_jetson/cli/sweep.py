@@ -19,51 +19,40 @@ def _ints(text: str, what: str) -> List[int]:
         raise JetsonError(f"--{what} {text!r}: give integers separated by commas, e.g. 1,8,32") from None
 
 
-#: (header, width, cell) per column; "per proc" and "accel" only when the sweep varies them.
-_COLUMNS = (
-    ("power mode", -14, lambda r: r["power_mode"][:14]),
-    ("prec", -4, lambda r: r["precision"]),
-    ("accel", -7, lambda r: r["accelerator"]),
-    ("b", 4, lambda r: str(r["batch"])),
-    ("n", 3, lambda r: str(r["processes"])),
-    ("items/s", 8, lambda r: f"{r['throughput']:.1f}"),
-    ("per proc", 8, lambda r: f"{r['per_process_throughput']:.1f}"),
-    ("lat ms", 7, lambda r: f"{r['latency'] * 1e3:.3f}"),
-    ("p99 ms", 7, lambda r: f"{r['latency_p99'] * 1e3:.3f}"),
-    ("memory", 8, lambda r: _bytes(r["memory"])),
-    ("W", 5, lambda r: f"{r['power']:.1f}"),
-    ("mJ/img", 6, lambda r: f"{r['energy'] * 1e3:.2f}"),
-    ("MHz", 4, lambda r: f"{r['gpu_clock_mhz']:.0f}"),
-    ("bound", -10, lambda r: r["bound"] + ("  OOM" if r["oom"] else "")),
-)
+#: the widest the tables get (terminals and CI logs at 120 columns read them without wrapping)
+WIDTH = 120
 
 
-def _bytes(n: float) -> str:
+def _columns() -> Any:
+    from ..report.text import Column
+
+    return (Column("power mode"), Column("prec"), Column("accel", drop=3), Column("batch", ">"),
+            Column("procs", ">"), Column("items/s", ">"), Column("per proc", ">", drop=2),
+            Column("lat ms", ">"), Column("p99 ms", ">", drop=4), Column("memory", ">"),
+            Column("power W", ">"), Column("mJ/item", ">"), Column("GPU MHz", ">", drop=1),
+            Column("bound"))
+
+
+def _cells(r: Dict[str, Any]) -> List[str]:
     from ..units import format_bytes
 
-    return format_bytes(n).replace(" ", "")
+    return [r["power_mode"], r["precision"], r["accelerator"], str(r["batch"]), str(r["processes"]),
+            f"{r['throughput']:.1f}", f"{r['per_process_throughput']:.1f}", f"{r['latency'] * 1e3:.3f}",
+            f"{r['latency_p99'] * 1e3:.3f}", format_bytes(r["memory"]), f"{r['power']:.2f}",
+            f"{r['energy'] * 1e3:.3f}", f"{r['gpu_clock_mhz']:.0f}", r["bound"] + ("  OOM" if r["oom"] else "")]
 
 
-def _columns(rows: List[Dict[str, Any]]):
-    varies = {k: len({r[k] for r in rows}) > 1 for k in ("accelerator", "processes")}
-    skip = set()
-    if not varies["accelerator"]:
-        skip.add("accel")
-    if not varies["processes"]:
-        skip.add("per proc")
-    return [c for c in _COLUMNS if c[0] not in skip]
+def _say(text: str) -> None:
+    import textwrap
+
+    print("\n".join(textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)))
 
 
-def _line(cells: List[str], cols) -> str:
-    return " ".join(f"{x:<{-w}}" if w < 0 else f"{x:>{w}}" for x, (_, w, _) in zip(cells, cols)).rstrip()
+def _print_table(rows: List[Dict[str, Any]]) -> None:
+    from ..report.text import table
 
-
-def _header(cols) -> str:
-    return _line([c[0] for c in cols], cols)
-
-
-def _row_line(r: Dict[str, Any], cols) -> str:
-    return _line([c[2](r) for c in cols], cols)
+    for line in table(_columns(), [_cells(r) for r in rows], width=WIDTH):
+        print(line)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -111,23 +100,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows = res.to_rows()
     print(f"simulated {res.meta['device']} · {res.meta['model']} · harness {res.meta['harness']} · "
           f"{len(rows)} configurations")
-    import textwrap
-
     for n in res.notes:
-        print(textwrap.fill(n, 100, initial_indent="note: ", subsequent_indent="      "))
-    cols = _columns(rows)
+        _say(f"note: {n}")
     print()
-    print(_header(cols))
-    for r in rows[: args.limit]:
-        print(_row_line(r, cols))
+    _print_table(rows[: args.limit])
     if len(rows) > args.limit:
         print(f"... {len(rows) - args.limit} more rows (raise --limit, or --json PATH for all)")
     print()
     front = res.pareto("latency", "energy").to_rows()
     print(f"Pareto front, latency vs energy per item ({len(front)} configurations):")
-    print(_header(cols))
-    for r in front:
-        print(_row_line(r, cols))
+    _print_table(front)
     print()
     best = res.best_mode(max_latency=budget)
     limit_text = f"latency <= {args.max_latency}" if budget is not None else "no latency budget"
@@ -135,10 +117,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"no configuration meets {limit_text} (and fits in memory)")
         rc = 1
     else:
-        print(f"lowest energy per item with {limit_text}: power mode {best['power_mode']} "
-              f"({best['precision']}, batch {best['batch']}, {best['processes']} process(es), {best['accelerator']}):")
-        print(f"  {best['energy'] * 1e3:.3f} mJ/item, latency {best['latency'] * 1e3:.3f} ms, "
-              f"{best['throughput']:.1f} items/s, {best['power']:.2f} W")
+        _say(f"lowest energy per item with {limit_text}: power mode {best['power_mode']} "
+             f"({best['precision']}, batch {best['batch']}, {best['processes']} process(es), {best['accelerator']}): "
+             f"{best['energy'] * 1e3:.3f} mJ/item, latency {best['latency'] * 1e3:.3f} ms, "
+             f"{best['throughput']:.1f} items/s, {best['power']:.2f} W")
         rc = 0
     if args.json:
         import json

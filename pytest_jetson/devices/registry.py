@@ -39,8 +39,13 @@ def _alias_table() -> Dict[str, str]:
     return table
 
 
+def _natural(text: str) -> List[object]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
+
+
 def names() -> List[str]:
-    return list(profiles())
+    """Every device id in natural order (orin-nano-4gb before orin-nano-8gb before ...-16gb)."""
+    return sorted(profiles(), key=_natural)
 
 
 def get(name: str) -> Profile:
@@ -49,8 +54,12 @@ def get(name: str) -> Profile:
     table = _alias_table()
     if key in table:
         return profiles()[table[key]]
-    close = difflib.get_close_matches(key, list(table), n=1, cutoff=0.5)
-    hint = f" Did you mean {table[close[0]]!r}?" if close else ""
+    # aliases are what people type: suggest the closest names, aliases included, with what they name
+    shown: Dict[str, str] = {}
+    for c in difflib.get_close_matches(key, list(table), n=6, cutoff=0.5):
+        if table[c] not in shown and len(shown) < 3:
+            shown[table[c]] = repr(c) if c == table[c] else f"{c!r} ({table[c]})"
+    hint = f" Did you mean {' or '.join(shown.values())}?" if shown else ""
     raise ConfigError(
         f"unknown Jetson device {name!r}.{hint} Known devices: {', '.join(names())} "
         "(run `pytest-jetson devices` for the table, with aliases and power modes)."

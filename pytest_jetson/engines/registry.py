@@ -26,6 +26,22 @@ def _always() -> Optional[str]:
     return None
 
 
+def _no_version() -> Optional[str]:
+    return None
+
+
+def distribution_version(*names: str) -> Optional[str]:
+    """The installed version of the first of these distributions (without importing it)."""
+    from importlib import metadata
+
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
 @dataclass(frozen=True)
 class Backend:
     """One engine backend.
@@ -38,6 +54,8 @@ class Backend:
     and window, engine builds included. ``pool_options``: options every pool worker opens its
     engine with unless its workload sets them. ``default_for``: "board" or "host", where it is the
     session's default. ``available()``: None when usable here, else why not and the fix.
+    ``title``: its name for people (the run's header); ``version()``: the version of what runs
+    the engines, when the device's fingerprint does not already hold it (None: nothing to add).
     """
 
     name: str
@@ -51,6 +69,8 @@ class Backend:
     default_for: Optional[str] = None
     description: str = ""
     plugin: str = "pytest-jetson"
+    title: str = ""
+    version: Callable[[], Optional[str]] = _no_version
 
     @property
     def simulated(self) -> bool:
@@ -132,14 +152,15 @@ def _open_tensorrt(model: Any, *, device: Any = None, clock: Any = None, seed: i
 BACKENDS: "Registry[Backend]" = Registry("engine backend", "--jetson-backend")
 BACKENDS.register(Backend(
     "tensorrt", open=_open_tensorrt, available=_tensorrt_available, device_time=True,
-    pool_deadline_s=1800.0, default_for="board",
+    pool_deadline_s=1800.0, default_for="board", title="TensorRT",
     description="TensorRT engines run with pycuda on the board's GPU or DLA"))
 BACKENDS.register(Backend(
-    "onnxruntime", open=_open_onnxruntime, available=_onnxruntime_available,
+    "onnxruntime", open=_open_onnxruntime, available=_onnxruntime_available, title="ONNX Runtime",
+    version=lambda: distribution_version("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino"),
     pool_options={"threads": 1}, description="ONNX Runtime on the host CPU: real inference without a board"))
 BACKENDS.register(Backend(
     "simulated", open=_open_simulated, clock="virtual", pools="model", default_for="host",
-    description="the simulated Jetson: a calibrated model of the board on a virtual clock"))
+    title="the simulator", description="the simulated Jetson: a calibrated model of the board on a virtual clock"))
 
 
 def default_backend(device: Any) -> Backend:

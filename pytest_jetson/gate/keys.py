@@ -5,8 +5,9 @@ can tell whether a run touched any baseline without loading the gate.
 ``<node id>|<measurement name>`` when a test records several measurements.
 """
 
-from pathlib import Path
-from typing import List, Sequence
+import os
+from pathlib import Path, PurePath
+from typing import Any, Dict, List, Sequence
 
 
 def module_of(nodeid: str) -> str:
@@ -42,3 +43,28 @@ def key_test(key: str) -> str:
 def key_label(key: str) -> str:
     """The measurement part of a key ('' for a test's only measurement)."""
     return key.split("|", 1)[1] if "|" in key else ""
+
+
+def relative_to(path: str, root: Any) -> str:
+    """An absolute path inside ``root`` as a relative POSIX path (as committed files and reports
+    show it, the same on every machine); anything else unchanged."""
+    if not path or not os.path.isabs(path):
+        return path
+    try:
+        rel = os.path.relpath(path, str(root))
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else PurePath(rel).as_posix()
+
+
+def relative_models(d: Dict[str, Any], root: Any) -> Dict[str, Any]:
+    """A fingerprint, environment or serialised measurement with its model paths relative to the
+    project root (nested environments and pool workers too)."""
+    out = dict(d)
+    if isinstance(out.get("model"), str):
+        out["model"] = relative_to(out["model"], root)
+    if isinstance(out.get("environment"), dict):
+        out["environment"] = relative_models(out["environment"], root)
+    if isinstance(out.get("workers"), list):
+        out["workers"] = [relative_models(w, root) if isinstance(w, dict) else w for w in out["workers"]]
+    return out

@@ -21,7 +21,7 @@ from . import verdict as _verdict
 from .baseline import BaselineStore, fingerprint, make_entry, needs_write, read_file, update_file
 from .bounds import Bound
 from .compare import COMPARED_KEYS, Verdict, cannot_check, check
-from .keys import entry_keys, key_test, module_of
+from .keys import entry_keys, key_test, module_of, relative_models
 
 
 def nothing_recorded_message(test: str) -> str:
@@ -124,6 +124,11 @@ class GateSession:
             return str(path)
         return str(path) if rel.startswith("..") else Path(rel).as_posix()
 
+    def fingerprint(self, measurement: Any) -> Dict[str, Any]:
+        """What a baseline of ``measurement`` must share with it; an ONNX file by its path
+        relative to the project root, so committed baselines hold no machine's home directory."""
+        return relative_models(fingerprint(measurement, self.device_fingerprint), self.rootdir)
+
     # -- per test ------------------------------------------------------------------------------
     def evaluate(self, nodeid: str, bounds: Sequence[Bound], measurements: Sequence[Any],
                  body_passed: bool = True, test_name: str = "") -> TestResult:
@@ -135,9 +140,10 @@ class GateSession:
         measurements = list(measurements)
         keys = entry_keys(nodeid, [getattr(m, "name", "") or "" for m in measurements]) if measurements else []
         result.keys = keys
-        result.measurements = [dict(m.to_dict(), key=k) for m, k in zip(measurements, keys)]
+        result.measurements = [relative_models(dict(m.to_dict(), key=k), self.rootdir)
+                               for m, k in zip(measurements, keys)]
         if measurements:
-            result.fingerprint = fingerprint(measurements[0], self.device_fingerprint)
+            result.fingerprint = self.fingerprint(measurements[0])
         if not body_passed:
             return result
         if bounds and not measurements:
@@ -152,7 +158,7 @@ class GateSession:
                 load_error = str(exc)
                 result.notes.append(load_error)
         for m, key in zip(measurements, keys):
-            fp = fingerprint(m, self.device_fingerprint)
+            fp = self.fingerprint(m)
             ref = self.store.lookup(key, nodeid) if key in stored else None
             for b in bounds:
                 if b.relative and load_error is not None:

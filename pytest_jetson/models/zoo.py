@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Tuple, Union
@@ -63,15 +64,20 @@ _ZOO: Dict[str, _Entry] = {
 
 
 def names() -> List[str]:
-    """The zoo's model names, sorted."""
-    return sorted(_ZOO)
+    """The zoo's model names in natural order (resnet18, resnet34, ..., resnet152)."""
+    return sorted(_ZOO, key=lambda n: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)])
 
 
 def _entry(name: str) -> _Entry:
     try:
         return _ZOO[name]
     except (KeyError, TypeError):
-        raise ModelError("unknown zoo model {!r}: choose one of {}, or pass the path of an .onnx file".format(name, ", ".join(names()))) from None
+        import difflib
+
+        close = difflib.get_close_matches(str(name), names(), n=3, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ModelError("unknown zoo model {!r}.{} Choose one of {}, or pass the path of an .onnx "
+                         "file".format(name, hint, ", ".join(names()))) from None
 
 
 def default_resolution(name: str) -> Tuple[int, int]:

@@ -5,7 +5,7 @@ written."""
 
 import os
 from pathlib import Path
-from typing import Any, Callable, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import JetsonError
 
@@ -22,8 +22,12 @@ def _why(option: str, path: Any, exc: BaseException) -> str:
     return f"{option} {path}: cannot be written ({exc.strerror or exc}); choose another path"
 
 
-def write_reports(results: Sequence[Any], settings: Any, fingerprint: dict) -> Tuple[List[str], List[str]]:
-    """Write the reports ``settings`` asks for; returns (paths written, errors)."""
+def write_reports(results: Sequence[Any], settings: Any, fingerprint: dict, counts: Any = None,
+                  target: Optional[Dict[str, Any]] = None) -> Tuple[List[str], List[str]]:
+    """Write the reports ``settings`` asks for; returns (paths written, errors). ``counts``: the
+    perf tests as pytest counted them (``report.counts.TestCounts``); ``target``: the baseline
+    directory, the words for where the numbers come from and the backend."""
+    title = (target or {}).get("title", "")
     written: List[str] = []
     errors: List[str] = []
 
@@ -42,7 +46,8 @@ def write_reports(results: Sequence[Any], settings: Any, fingerprint: dict) -> T
         def write_json() -> Any:
             from . import jsonreport
 
-            return jsonreport.write(settings.report_json, jsonreport.build(results, settings, fingerprint))
+            return jsonreport.write(settings.report_json,
+                                    jsonreport.build(results, settings, fingerprint, counts, target))
 
         attempt("--jetson-report-json", settings.report_json, write_json)
     step_summary = settings.report_md is not None and settings.report_md == os.environ.get("GITHUB_STEP_SUMMARY")
@@ -50,7 +55,8 @@ def write_reports(results: Sequence[Any], settings: Any, fingerprint: dict) -> T
         def write_md() -> Any:
             from . import markdown
 
-            return markdown.write(settings.report_md, markdown.render(results, fingerprint), append=step_summary)
+            return markdown.write(settings.report_md, markdown.render(results, fingerprint, counts, title),
+                                  append=step_summary)
 
         attempt("--jetson-report-md", settings.report_md, write_md)
     if settings.plots:

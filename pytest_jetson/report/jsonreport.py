@@ -7,12 +7,17 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
       "schema": 1,
       "created": "2026-11-22T21:45:00Z",          # UTC
       "plugin": "0.1.0",
-      "device": {<Device.fingerprint()>: device, power_mode, jetson_clocks, jetpack, l4t,
-                 tensorrt, simulated, plugin},
+      "device": {<the session's fingerprint>: device, power_mode, jetson_clocks, jetpack, l4t,
+                 tensorrt, simulated, plugin; on a host: cpu, cores, os; backend_version},
+      "target": {"id": <baseline directory: orin-nano-8gb, host-<cpu>-onnxruntime, ...>,
+                 "title": <where the numbers come from, in words>, "backend": <backend name>},
       "settings": {"confidence", "inconclusive", "missing_baseline", "allow_env_mismatch",
                    "update_baselines", "baselines", "backend", "seed", "duration", "telemetry"},
-      "summary": {"tests": N, "pass": n, "fail": n, "error": n, "inconclusive": n, "skip": n,
-                  "recorded": n, "none": n},      # by each test's gate outcome
+      "summary": {"tests": N,                     # perf tests pytest reported (skipped included)
+                  "failed": n, "passed": n, "skipped": n, "xfailed": n, "xpassed": n,
+                  "error": n,                     # counted as pytest counts them
+                  "bounds": {"error": n, "fail": n, "inconclusive": n, "skip": n,
+                             "recorded": n, "pass": n}},  # every bound by its verdict
       "tests": [
         {
           "nodeid": "tests/perf/test_x.py::test_a",
@@ -38,19 +43,19 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
 
 Values are in base units (items/s, s, bytes, W, J per item, C, %); ``change`` is
 current / baseline - 1, ``worse`` the same signed so that positive is worse. ``reason`` is one of
-``gate.verdict.REASONS``; ``message`` is the rendered text, for people only.
+``gate.verdict.REASONS``; ``message`` is the rendered text, for people only. Paths (models,
+baseline files) are relative to the project root.
 """
 
 import datetime as _dt
 import json
 import math
-from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
-from ..gate.verdict import OUTCOMES
+from .counts import TestCounts, from_results
 from .render import message
 
 KIND = "pytest-jetson-report"
@@ -78,19 +83,20 @@ def _test(result: Any) -> Dict[str, Any]:
     return d
 
 
-def build(results: Sequence[Any], settings: Any, device: Any) -> Dict[str, Any]:
+def build(results: Sequence[Any], settings: Any, device: Any, counts: Optional[TestCounts] = None,
+          target: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     tests = [_test(r) for r in results]
-    counts = Counter(t["outcome"] for t in tests)
-    summary = {"tests": len(tests)}
-    summary.update({k: counts.get(k, 0) for k in list(OUTCOMES) + ["none"]})
+    counts = counts if counts is not None else from_results(results)
+    fp = device.fingerprint() if hasattr(device, "fingerprint") else dict(device or {})
     return _clean({
         "kind": KIND,
         "schema": SCHEMA,
         "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "plugin": __version__,
-        "device": device.fingerprint() if hasattr(device, "fingerprint") else dict(device or {}),
+        "device": fp,
+        "target": dict(target or {"id": fp.get("device"), "title": "", "backend": getattr(settings, "backend", None)}),
         "settings": {k: getattr(settings, k, None) for k in SETTINGS_FIELDS},
-        "summary": summary,
+        "summary": counts.to_dict(),
         "tests": tests,
     })
 
@@ -104,11 +110,20 @@ def write(path: Union[str, Path], report: Dict[str, Any]) -> Path:
 def load(path: Union[str, Path]) -> Dict[str, Any]:
     """Read a report; BaselineError naming the file and the fix when it is not one."""
     path = Path(path)
+    if path.is_dir():
+        raise BaselineError(f"report {path} is a directory; pass the JSON file written by "
+                            f"--jetson-report-json (e.g. {path / 'report.json'})")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BaselineError(f"report {path} does not exist; write one with pytest --jetson-report-json {path}") from None
-    except (OSError, ValueError) as exc:
+    except UnicodeDecodeError:
+        raise BaselineError(f"report {path} is not JSON (binary content); pass the file written by "
+                            f"--jetson-report-json") from None
+    except OSError as exc:
+        raise BaselineError(f"report {path} cannot be read ({exc.strerror or exc}); pass the file "
+                            f"written by --jetson-report-json") from None
+    except ValueError as exc:
         raise BaselineError(f"report {path} is not valid JSON ({exc}); re-create it with "
                             f"pytest --jetson-report-json {path}") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:

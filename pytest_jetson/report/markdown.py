@@ -1,64 +1,78 @@
-"""``--jetson-report-md PATH`` (default ``$GITHUB_STEP_SUMMARY``): a Markdown table, regressions
-first, then what was skipped or could not be decided and why."""
+"""``--jetson-report-md PATH`` (default ``$GITHUB_STEP_SUMMARY``): the perf gate in Markdown.
+
+The tests counted as pytest counts them, a table of the bounds that need a look (failed,
+errored, inconclusive), grouped by test, each one's full message once under "why", the skipped
+bounds once per reason, and every bound in a folded table. ``pytest-jetson history --md`` adds
+the trends of past runs to the same step summary (``report.history.markdown``)."""
 
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
-from ..gate.verdict import rank
-from ..metrics import format_value
-from .render import change_text, message
+from .counts import TestCounts, from_results
+from .render import change_text, label, message, value_text
+from .terminal import PROBLEMS, ordered, skipped_notes
 
-_ICON = {"fail": "❌ fail", "error": "❌ error", "inconclusive": "⚠️ inconclusive", "skip": "⏭️ skip",
-         "recorded": "📝 recorded", "pass": "✅ pass"}
+_ICON = {"fail": "❌", "error": "❌", "inconclusive": "⚠️", "skip": "⏭️", "recorded": "📝", "pass": "✅"}
 
 
-def _cell(text: str) -> str:
+def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render(results: Sequence[Any], device_fingerprint: Dict[str, Any]) -> str:
-    fp = device_fingerprint
-    verdicts = [(r, v) for r in results for v in r.verdicts]
-    counts: Dict[str, int] = {}
-    for _, v in verdicts:
-        counts[v.outcome] = counts.get(v.outcome, 0) + 1
-    errors = [r for r in results if r.error]
-    lines: List[str] = ["## pytest-jetson perf gate", ""]
-    kind = "simulated" if fp.get("simulated") else "real"
-    lines.append(f"**{fp.get('device')}** ({kind}), power mode {fp.get('power_mode')}, "
-                 f"JetPack {fp.get('jetpack') or '-'}, TensorRT {fp.get('tensorrt') or '-'}")
-    lines.append("")
-    bad = counts.get("fail", 0) + counts.get("error", 0) + len(errors)
-    status = "❌ regressions found" if bad else "✅ no regressions"
-    lines.append(f"{status}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: rank(kv[0])))
-                 if counts else status)
-    lines.append("")
-    if verdicts or errors:
-        lines.append("| test | metric | value | baseline | change | bound | verdict |")
-        lines.append("|---|---|---|---|---|---|---|")
-        for r in errors:
-            lines.append(f"| `{_cell(r.nodeid)}` | - | - | - | - | - | ❌ error |")
-        for r, v in sorted(verdicts, key=lambda rv: rank(rv[1].outcome)):
-            test = r.nodeid + (f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else "")
+def _table(results: Sequence[Any], show_all: bool) -> List[str]:
+    lines = ["| test | bound | value | baseline | change | verdict |", "|---|---|---|---|---|---|"]
+    for r in ordered(results):
+        first = True
+        if r.error:
+            lines.append(f"| `{_cell(r.nodeid)}` | (nothing recorded) | - | - | - | ❌ ERROR |")
+            first = False
+        for v in r.verdicts:
+            if not show_all and v.outcome not in PROBLEMS:
+                continue
+            test = f"`{_cell(r.nodeid)}`" if first else ""
+            first = False
+            tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else ""
             lines.append(
-                f"| `{_cell(test)}` | {v.metric} | {format_value(v.metric, v.value)} | "
-                f"{format_value(v.metric, v.baseline)} | {change_text(v.worse)} | `{_cell(v.bound)}` | "
-                f"{_ICON.get(v.outcome, v.outcome)} |"
-            )
-        lines.append("")
-    details = [(r.nodeid, r.error) for r in errors]
-    details += [(r.nodeid, message(v)) for r, v in verdicts if v.outcome not in ("pass", "recorded")]
-    if details:
-        lines.append("<details><summary>why</summary>")
-        lines.append("")
+                f"| {test} | {v.metric}{_cell(tag)} `{_cell(v.bound)}` | {value_text(v.metric, v.value, v.ci)} | "
+                f"{value_text(v.metric, v.baseline, v.ci)} | {change_text(v.worse)} | "
+                f"{_ICON.get(v.outcome, '')} {label(v.outcome)} |")
+    return lines if len(lines) > 2 else []
+
+
+def render(results: Sequence[Any], device_fingerprint: Dict[str, Any], counts: Optional[TestCounts] = None,
+           title: str = "") -> str:
+    fp = device_fingerprint
+    counts = counts if counts is not None else from_results(results)
+    lines: List[str] = ["## pytest-jetson perf gate", ""]
+    if not title:
+        kind = "simulated" if fp.get("simulated") else "real"
+        title = f"{fp.get('device')} ({kind}) · power mode {fp.get('power_mode')}"
+    lines.append(f"**{_cell(title)}** · JetPack {fp.get('jetpack') or '-'} · TensorRT {fp.get('tensorrt') or '-'}")
+    lines.append("")
+    status = "❌ regressions found" if counts.failed else "✅ no regressions"
+    line = f"{status}: perf tests: {counts.words()}"
+    if counts.bounds:
+        line += f" · bounds: {counts.bound_words()}"
+    lines += [line, ""]
+    problems = _table(results, show_all=False)
+    if problems:
+        lines += problems + [""]
+    details = [(r.nodeid, r.error) for r in results if r.error]
+    details += [(r.nodeid, message(v)) for r in ordered(results) for v in r.verdicts if v.outcome in PROBLEMS]
+    skipped = skipped_notes(results)
+    if details or skipped:
+        lines += ["<details><summary>why</summary>", ""]
         for nodeid, msg in details:
             lines.append(f"- `{nodeid}`:")
             lines.append("  ```")
             lines += ["  " + m for m in str(msg).splitlines()]
             lines.append("  ```")
-        lines.append("")
-        lines.append("</details>")
-        lines.append("")
+        lines += [f"- {_cell(s)}" for s in skipped]
+        lines += ["", "</details>", ""]
+    everything = _table(results, show_all=True)
+    if everything and len(everything) != len(problems):
+        n = sum(len(r.verdicts) for r in results)
+        lines += [f"<details><summary>all {n} bounds</summary>", ""] + everything + ["", "</details>", ""]
     return "\n".join(lines) + "\n"
 
 

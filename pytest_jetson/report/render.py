@@ -10,7 +10,7 @@ import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
-from ..metrics import format_percent, format_value
+from ..metrics import METRICS, format_percent, format_value
 
 RECORD_HINT = "record with --jetson-update-baselines"
 
@@ -32,24 +32,60 @@ def change_text(worse: Optional[float], precision: int = 1) -> str:
     return f"{abs(worse) * 100:.{precision}f}% {'worse' if worse > 0 else 'better'}"
 
 
-def _pct(x: float) -> str:
-    return f"{abs(x) * 100:.1f}% {'worse' if x > 0 else 'better'}" if abs(x) >= 5e-4 else "0.0%"
+def _pct(x: float, precision: int = 1) -> str:
+    return f"{abs(x) * 100:.{precision}f}%"
 
 
-def worse_interval(ci: Optional[Tuple[float, float]]) -> str:
+def worse_interval(ci: Optional[Tuple[float, float]], precision: int = 1) -> str:
+    """An interval of the change in the one sign convention: '20.1%..23.9% worse',
+    '0.5% better..0.2% worse'."""
     if ci is None:
         return ""
-    return f"{_pct(ci[0])} .. {_pct(ci[1])}"
+    lo, hi = sorted(ci)
+    zero = 0.5 * 10 ** (-precision - 2)
+    if lo >= zero or hi <= -zero:  # one side of "no change"
+        word = "worse" if lo > 0 else "better"
+        a, b = (lo, hi) if lo > 0 else (hi, lo)
+        return f"{_pct(a, precision)}..{_pct(b, precision)} {word}"
+    left = f"{_pct(lo, precision)} better" if lo <= -zero else _pct(0, precision)
+    right = f"{_pct(hi, precision)} worse" if hi >= zero else _pct(0, precision)
+    return f"{left}..{right}"
+
+
+def resolution(ci: Optional[Tuple[float, float]]) -> Optional[float]:
+    """What a measurement resolves: half its confidence interval (None without one)."""
+    if ci is None:
+        return None
+    half = abs(ci[1] - ci[0]) / 2
+    return half if half > 0 else None
+
+
+def value_text(metric: str, value: Optional[float], ci: Optional[Tuple[float, float]] = None) -> str:
+    """A measured value at the precision its interval resolves (the metric's own format without
+    one; rates then keep about four significant digits)."""
+    res = resolution(ci)
+    if res is None and value and METRICS.get(metric) is not None and METRICS[metric].dimension == "rate":
+        res = 10.0 ** (math.floor(math.log10(abs(value))) - 2)  # three significant digits
+    return format_value(metric, value, resolution=res)
 
 
 def interval(metric: str, ci: Optional[Tuple[float, float]], confidence: Optional[float]) -> str:
-    """' (99% CI 805/s..819/s)', or '' without an interval (or one too narrow to print)."""
+    """' (99% CI 805..819/s)', or '' without an interval."""
     if ci is None or confidence is None:
         return ""
-    lo, hi = format_value(metric, ci[0]), format_value(metric, ci[1])
-    if lo == hi:
-        return ""
+    res = resolution(ci)
+    lo, hi = format_value(metric, ci[0], resolution=res), format_value(metric, ci[1], resolution=res)
+    unit_lo, unit_hi = _unit_of(lo), _unit_of(hi)
+    if unit_lo and unit_lo == unit_hi:
+        lo = lo[: len(lo) - len(unit_lo)]
     return f" ({confidence * 100:.3g}% CI {lo}..{hi})"
+
+
+def _unit_of(text: str) -> str:
+    i = len(text)
+    while i and not (text[i - 1].isdigit() or text[i - 1] == "."):
+        i -= 1
+    return text[i:]
 
 
 def _p(p: Optional[float]) -> str:
@@ -98,7 +134,7 @@ def why_not_compared(v: V.Verdict) -> str:
 def headline(v: V.Verdict) -> str:
     """The one-line statement of a verdict: what was measured against what, and the decision."""
     m = v.metric
-    value = f"{m} {format_value(m, v.value)}{interval(m, v.ci, v.confidence)}"
+    value = f"{m} {value_text(m, v.value, v.ci)}{interval(m, v.ci, v.confidence)}"
     reason = v.reason
     if reason == "cannot_check":
         return f"{m} {v.bound!r} cannot be checked: {v.detail.splitlines()[0] if v.detail else ''}"
@@ -110,7 +146,7 @@ def headline(v: V.Verdict) -> str:
         return f"{m} {v.bound}: {why_not_compared(v)}"
     shown = reason if reason != "recorded" else (v.previous or "")
     change = change_text(v.worse)
-    against = f"the baseline {format_value(m, v.baseline)}"
+    against = f"the baseline {value_text(m, v.baseline, v.ci)}"
     head = (f"{value} equals {against}" if change == "no change"
             else f"{value} is {change} than {against}")
     words = {

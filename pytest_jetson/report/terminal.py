@@ -1,73 +1,112 @@
-"""The terminal summary: one row per verdict (test, metric, value, baseline, change, verdict),
-worst first, then the headline of every verdict that did not simply pass."""
+"""The terminal summary of the perf gate.
 
-from typing import Any, Dict, List, Sequence
+Grouped by test: the test id once, its bounds under it (value, baseline, change, bound, verdict),
+worst tests first, then in natural order. By default only the bounds that need a look (failed,
+errored, inconclusive) are listed, and one line counts the rest; ``-v`` or ``--jetson-table all``
+lists every bound. Each failure is stated in full once, in the test's own report section: the
+table only points at it. Skipped bounds are said once per reason. The table fits the terminal.
+"""
 
+import textwrap
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..gate.keys import key_label
 from ..gate.verdict import rank
-from ..metrics import format_value
 from . import render
+from .counts import TestCounts
+from .text import Column, natural_key, table
 
-HEADER = ("test", "metric", "value", "baseline", "change", "bound", "verdict")
+#: outcomes a default (short) table lists
+PROBLEMS = ("error", "fail", "inconclusive")
+SHOW = ("problems", "all", "none")
+
+COLUMNS = (
+    Column("test / bound"),
+    Column("value", ">"),
+    Column("baseline", ">", drop=2),
+    Column("change"),
+    Column("bound", drop=1),
+    Column("verdict"),
+)
 
 
-def _short(nodeid: str) -> str:
-    return nodeid.split("/")[-1]
+def ordered(results: Sequence[Any]) -> List[Any]:
+    return sorted(results, key=lambda r: (rank(r.outcome), natural_key(r.nodeid)))
 
 
-def rows(results: Sequence[Any]) -> List[List[str]]:
-    """The table's rows as text, worst verdicts first (stable within an outcome)."""
-    out = []
-    for r in results:
+def _verdict_row(v: Any, indent: str) -> List[str]:
+    return [indent + v.metric, render.value_text(v.metric, v.value, v.ci),
+            render.value_text(v.metric, v.baseline, v.ci), render.change_text(v.worse), v.bound,
+            render.label(v.outcome)]
+
+
+def rows(results: Sequence[Any], show: str = "problems", cells: Any = _verdict_row) -> List[List[str]]:
+    """The table's rows: a one-cell row per test (its id), then a row per bound shown
+    (``cells(verdict, indent)`` gives its cells)."""
+    out: List[List[str]] = []
+    for r in ordered(results):
+        verdicts = [v for v in r.verdicts if show == "all" or v.outcome in PROBLEMS]
+        if not verdicts and not r.error and not (show == "all" and r.measurements):
+            continue
+        out.append([r.nodeid])
         if r.error:
-            out.append((-1, [_short(r.nodeid), "-", "-", "-", "-", "-", "ERROR"]))
-        for v in r.verdicts:
-            test = _short(r.nodeid) + (f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else "")
-            out.append((rank(v.outcome), [
-                test, v.metric, format_value(v.metric, v.value), format_value(v.metric, v.baseline),
-                render.change_text(v.worse), v.bound, render.label(v.outcome),
-            ]))
-        if not r.verdicts and not r.error and r.measurements:
+            out.append(["  (nothing recorded)", "-", "-", "-", "-", render.label("error")])
+        labels = {key_label(v.measurement) for v in verdicts}
+        several = len(labels) > 1 or bool(labels - {""})
+        current: Optional[str] = None
+        for v in sorted(verdicts, key=lambda v: (natural_key(key_label(v.measurement)), rank(v.outcome))):
+            label = key_label(v.measurement)
+            if several and label != current:
+                out.append([f"  [{label}]"])
+                current = label
+            out.append(cells(v, "    " if several else "  "))
+        if not r.verdicts and not r.error:
             summ = r.measurements[0].get("summary", {}) or {}
             for metric in ("throughput", "latency_p99"):
                 if summ.get(metric) is not None:
-                    out.append((99, [_short(r.nodeid), metric, format_value(metric, summ[metric]),
-                                     "-", "-", "-", "measured"]))
-    out.sort(key=lambda t: t[0])
-    return [row for _, row in out]
+                    out.append(["  " + metric, render.value_text(metric, summ[metric]), "-", "-", "-",
+                                "measured"])
+    return out
 
 
-def table(header: Sequence[str], body: Sequence[Sequence[str]]) -> List[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
-    fmt = "  ".join("{:<" + str(w) + "}" for w in widths)
-    lines = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*row).rstrip() for row in body]
+def skipped_notes(results: Sequence[Any]) -> List[str]:
+    """Relative bounds not compared, once per reason: which tests (or how many) and why."""
+    by_reason: Dict[str, List[Tuple[str, List[str]]]] = {}
+    for r in ordered(results):
+        per_test: Dict[str, List[str]] = {}
+        for v in r.verdicts:
+            if v.outcome == "skip":
+                per_test.setdefault(render.why_not_compared(v), []).append(f"{v.metric} {v.bound}")
+        for why, names in per_test.items():
+            by_reason.setdefault(why, []).append((r.nodeid, names))
+    lines = []
+    for why, tests in by_reason.items():
+        if len(tests) == 1:
+            nodeid, names = tests[0]
+            lines.append(f"skipped {', '.join(names)} of {nodeid}: {why}")
+        else:
+            n = sum(len(names) for _, names in tests)
+            lines.append(f"skipped {n} bounds of {len(tests)} tests: {why}")
     return lines
 
 
-def summary(results: Sequence[Any], device_fingerprint: Dict[str, Any]) -> List[str]:
-    body = rows(results)
-    if not body:
+def summary(results: Sequence[Any], counts: TestCounts, title: str = "", width: int = 0,
+            show: str = "problems") -> List[str]:
+    """The lines of the perf gate section: what ran where, the table, skipped bounds, counts."""
+    if show == "none" or (not results and not counts.tests):
         return []
-    fp = device_fingerprint
-    lines = [f"device {fp.get('device')} ({'simulated' if fp.get('simulated') else 'real'}), "
-             f"power mode {fp.get('power_mode')}"]
-    lines += table(HEADER, body)
-    notes = []
-    for r in results:
-        if r.error:
-            notes.append(f"ERROR {r.nodeid}: {r.error}")
-        skipped: Dict[str, List[str]] = {}
-        for v in r.verdicts:
-            if v.outcome == "skip":
-                # one line per reason, not one per metric
-                skipped.setdefault(render.why_not_compared(v), []).append(f"{v.metric} {v.bound}")
-            elif v.outcome in ("inconclusive", "fail", "error"):
-                notes.append(f"{v.outcome} {_short(r.nodeid)}: {render.headline(v)}")
-        for why, names in skipped.items():
-            notes.append(f"skip {_short(r.nodeid)}: {', '.join(names)}: {why}")
-        for n in r.notes:
-            notes.append(f"note {_short(r.nodeid)}: {n.splitlines()[0]}")
-    if notes:
-        lines.append("")
-        lines += notes
+    lines = [title] if title else []
+    body = rows(results, show)
+    if body:
+        lines += table(COLUMNS, body, width=width)
+    notes = skipped_notes(results)
+    count = f"perf tests: {counts.words()}"
+    if counts.bounds:
+        count += f" · bounds: {counts.bound_words()}"
+    hidden = sum(1 for r in results for v in r.verdicts if v.outcome not in PROBLEMS)
+    if show == "problems" and hidden:
+        count += " · -v lists every bound"
+    for text in notes + [count]:
+        lines += textwrap.wrap(text, width, subsequent_indent="    ", break_on_hyphens=False,
+                               break_long_words=False) if width else [text]
     return lines

@@ -127,8 +127,10 @@ def _device(device: Any, context: Any) -> Any:
     return simulated("orin-nano")
 
 
-def _environment(device: Any, backend: str, specs: List[WorkerSpec]) -> Dict[str, Any]:
-    env = dict(device.fingerprint())
+def _environment(device: Any, backend: str, specs: List[WorkerSpec], context: Any = None) -> Dict[str, Any]:
+    # the session's fingerprint (a host's, with real engines and no board) for the session's device
+    same = context is not None and getattr(context, "device", None) is device
+    env = dict(context.fingerprint() if same else device.fingerprint())
     env.update(backend=backend, processes=len(specs))
     precisions = {s.precision for s in specs}
     batches = {s.batch for s in specs}
@@ -178,7 +180,7 @@ def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: fl
     if clock is None or getattr(clock, "kind", None) != "virtual":
         clock = SimClock()
     plan = SimulatedPlan(specs, device)
-    env = _environment(device, "simulated", specs)
+    env = _environment(device, "simulated", specs, context)
     seeds = [worker_seed(seed, s.index) for s in specs]
     measured = _measured_window(telemetry, context, device, clock, seed)
     clock.advance(warm)
@@ -220,7 +222,7 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
         states = pool.run()
     finally:
         measured.close()
-    env = _environment(device, backend, specs)
+    env = _environment(device, backend, specs, context)
     workers: List[Measurement] = []
     starts = []
     for st in states:

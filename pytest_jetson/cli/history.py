@@ -1,0 +1,124 @@
+"""``pytest-jetson history REPORT.json...``: a suite's trends over past runs (CI artifacts).
+
+For every test and metric: its value in each run with the baseline and tolerance the gate used,
+the steps between runs (change points: binary segmentation with a two-sample t-test, Bonferroni-
+corrected) and the slow drifts in one direction (Mann-Kendall test, Theil-Sen slope with Sen's
+interval), which no single run's tolerance catches. Reports from different devices, power modes
+or backends are analysed and drawn apart. Exit status: 0, or 1 with ``--fail`` when a metric got
+worse by a step or a drift; 2 for unreadable input.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+
+def _expand(paths: Sequence[Path]) -> List[Path]:
+    """Files as given; a directory stands for the JSON reports in it (sorted naturally)."""
+    from ..report.text import natural_key
+
+    out: List[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted((f for f in p.glob("*.json") if f.is_file()), key=lambda f: natural_key(f.name))
+            if not found:
+                raise FileNotFoundError(f"{p} is a directory with no .json report in it; pass the reports "
+                                        f"written by --jetson-report-json")
+            out += found
+        else:
+            out.append(p)
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ..errors import BaselineError
+    from .compare import width
+
+    p = argparse.ArgumentParser(
+        prog="pytest-jetson history",
+        description="Trends over past runs: each test's metrics across JSON reports (oldest to "
+                    "newest, e.g. CI artifacts), with the steps between runs and the slow drifts no "
+                    "single run's tolerance catches. A directory stands for the reports in it.")
+    p.add_argument("reports", nargs="+", type=Path, help="JSON reports from --jetson-report-json, or directories of them")
+    p.add_argument("--out", type=Path, default=Path("perf-history"), help="directory for the PNGs (default: perf-history)")
+    p.add_argument("--no-plots", action="store_true", help="print the findings only")
+    p.add_argument("--all", action="store_true", dest="draw_all",
+                   help="draw every test's trend (default: the overview, and the tests with a step, a drift "
+                        "or a bound that did not pass)")
+    p.add_argument("--md", metavar="PATH", default=None,
+                   help="also write the findings as Markdown (appended when PATH is $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--alpha", type=float, default=0.01,
+                   help="significance of a step, Bonferroni-corrected (default 0.01)")
+    p.add_argument("--drift-alpha", type=float, default=0.05, help="significance of a drift (default 0.05)")
+    p.add_argument("--min-change", default="1%",
+                   help="smallest step or total drift worth reporting (default 1%%)")
+    p.add_argument("--fail", action="store_true", help="exit 1 when a metric got worse by a step or a drift")
+    args = p.parse_args(argv)
+    try:
+        min_change = float(str(args.min_change).strip().rstrip("%")) / 100
+    except ValueError:
+        sys.stderr.write(f"pytest-jetson history: --min-change {args.min_change!r}: write a percentage such as 1%\n")
+        return 2
+    for name, value in (("--alpha", args.alpha), ("--drift-alpha", args.drift_alpha)):
+        if not 0 < value < 0.5:
+            sys.stderr.write(f"pytest-jetson history: {name} {value}: use a level between 0 and 0.5, e.g. 0.01\n")
+            return 2
+    from ..report import history
+
+    try:
+        runs = history.load(_expand(args.reports))
+    except (BaselineError, FileNotFoundError) as exc:
+        sys.stderr.write(f"pytest-jetson history: {exc}\n")
+        return 2
+    plt = None
+    if not args.no_plots:
+        from ..report.plots import pyplot, slug
+
+        plt = pyplot("history plots need")
+    lines: List[str] = []
+    md: List[str] = []
+    worse = False
+    groups = history.groups(runs)
+    if len(groups) > 1:
+        lines.append(f"{len(runs)} reports from {len(groups)} environments, analysed apart:")
+        for env, members in groups.items():
+            lines.append(f"  {history.env_text(env)}: {', '.join(str(r.path) for r in members)}")
+        lines.append("")
+    for n, (env, members) in enumerate(groups.items()):
+        found = history.series(members, alpha=args.alpha, drift_alpha=args.drift_alpha, min_change=min_change)
+        lines += history.text(members, found, width=width())
+        md += history.markdown(members, found)
+        worse = worse or any(s.worse(st.change) > 0 for s in found for st in s.trend.steps) \
+            or any(s.trend.drift and s.worse(s.trend.drift.total) > 0 for s in found)
+        if plt is not None:
+            folder = args.out if len(groups) == 1 else args.out / slug("_".join(env))
+            folder.mkdir(parents=True, exist_ok=True)
+            written = []
+            over = history.overview(plt, members, found, folder / "overview.png")
+            if over is not None:
+                written.append(over)
+            keys = []
+            for s in found:
+                if s.key not in keys:
+                    keys.append(s.key)
+            for key in keys:
+                mine = [s for s in found if s.key == key]
+                if not args.draw_all and not any(s.flagged or s.troubled for s in mine):
+                    continue
+                written.append(history.plot(plt, members, mine, folder / f"{slug(key)}.png"))
+            drawn = len(written) - (over is not None)
+            lines.append(f"wrote {folder / 'overview.png'} and {drawn} of {len(keys)} tests' trends to {folder}"
+                         + ("" if args.draw_all or drawn == len(keys) else " (--all draws every test)"))
+        if n < len(groups) - 1:
+            lines.append("")
+    for line in lines:
+        print(line)
+    if args.md:
+        from ..report.markdown import write
+
+        step_summary = args.md == os.environ.get("GITHUB_STEP_SUMMARY")
+        write(args.md, "\n".join(["## pytest-jetson history", ""] + md) + "\n", append=step_summary)
+        print(f"wrote {args.md}")
+    return 1 if (args.fail and worse) else 0

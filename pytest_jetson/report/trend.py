@@ -1,0 +1,248 @@
+"""Trends over a metric's history of runs: steps (change points) and slow drifts.
+
+Plain Python (no numpy, no scipy): histories are short, one value per run.
+
+* **Change points**: binary segmentation with a two-sample test. On the log of the values, every
+  split leaving at least ``min_size`` runs on each side is tested with Student's two-sample
+  t-test (pooled variance: the run-to-run scatter is the same on both sides of a step; Welch's
+  test is liberal with 3 runs on a side, 3.5% false alarms at a nominal 1%); the split with the
+  smallest p-value is a change point when that p-value, Bonferroni-corrected for the number of
+  splits tried, is under ``alpha`` and the step is at least ``min_change``; then each side is
+  searched the same way.
+* **Across a suite**, ``benjamini_hochberg`` keeps the false discoveries among hundreds of
+  metrics at the level asked for (``report.history`` applies it to the steps and the drifts).
+* **Drift**: the Mann-Kendall trend test (variance corrected for ties) with the Theil-Sen slope
+  and Sen's confidence interval for it, on the log values, so a slope reads as a relative change
+  per run. A drift is reported when the test is significant at ``alpha``, the drift over the
+  whole history is at least ``min_change``, and a straight line explains the runs better than
+  the steps found (lower BIC), so a single step is not also called a drift.
+"""
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import List, Optional, Sequence, Tuple
+
+
+# -- Student's t without scipy ---------------------------------------------------------------------
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(lbeta + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf2(t: float, df: float) -> float:
+    """Two-sided p-value of Student's t statistic ``t`` with ``df`` degrees of freedom."""
+    if math.isinf(t):
+        return 0.0
+    return betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def student(a: Sequence[float], b: Sequence[float]) -> Tuple[float, float]:
+    """Student's two-sample t-test with pooled variance: (t, two-sided p). Two constant samples
+    differ with p = 0 when their values do, and p = 1 when they do not."""
+    na, nb = len(a), len(b)
+    ma, mb = sum(a) / na, sum(b) / nb
+    ss = sum((x - ma) ** 2 for x in a) + sum((x - mb) ** 2 for x in b)
+    df = na + nb - 2
+    diff = mb - ma
+    se2 = (ss / df) * (1.0 / na + 1.0 / nb) if df > 0 else 0.0
+    if se2 <= 1e-24:
+        return (math.copysign(math.inf, diff), 0.0) if abs(diff) > 1e-12 else (0.0, 1.0)
+    t = diff / math.sqrt(se2)
+    return t, t_sf2(t, df)
+
+
+def benjamini_hochberg(pvalues: Sequence[float], q: float, tests: Optional[int] = None) -> List[bool]:
+    """Which of ``pvalues`` are discoveries at false discovery rate ``q``, among ``tests``
+    hypotheses (default: as many as p-values; more when only the smallest were kept)."""
+    m = max(tests or 0, len(pvalues))
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    cut = -1
+    for rank, i in enumerate(order, 1):
+        if pvalues[i] <= q * rank / m:
+            cut = rank
+    keep = set(order[:cut]) if cut > 0 else set()
+    return [i in keep for i in range(len(pvalues))]
+
+
+# -- change points -------------------------------------------------------------------------------
+@dataclass
+class Step:
+    """A change point: the first run of the new level, the relative change, its p-value."""
+
+    at: int
+    change: float
+    p: float
+
+
+def change_points(values: Sequence[float], alpha: float = 0.01, min_size: int = 3,
+                  min_change: float = 0.01) -> List[Step]:
+    """Steps in ``values`` (positive) found by binary segmentation with Student's t-test on their
+    logs, Bonferroni-corrected for the splits tried in each segment."""
+    y = [math.log(v) for v in values]
+    found: List[Step] = []
+
+    def search(lo: int, hi: int) -> None:
+        n = hi - lo
+        splits = range(lo + min_size, hi - min_size + 1)
+        if n < 2 * min_size or not splits:
+            return
+        best: Optional[Tuple[float, int, float]] = None
+        for k in splits:
+            left, right = y[lo:k], y[k:hi]
+            t, p = student(left, right)
+            diff = sum(right) / len(right) - sum(left) / len(left)
+            if abs(math.expm1(diff)) < min_change:
+                continue
+            if best is None or p < best[0] or (p == best[0] and abs(diff) > abs(best[2])):
+                best = (p, k, diff)
+        if best is None or min(1.0, best[0] * len(splits)) >= alpha:
+            return
+        p, k, diff = best
+        found.append(Step(at=k, change=math.expm1(diff), p=min(1.0, p * len(splits))))
+        search(lo, k)
+        search(k, hi)
+
+    search(0, len(y))
+    return sorted(found, key=lambda s: s.at)
+
+
+# -- drift ---------------------------------------------------------------------------------------
+@dataclass
+class Drift:
+    """A monotonic trend: Sen's slope of the log values per run (as a relative change per run),
+    its confidence interval, Kendall's tau and the Mann-Kendall p-value."""
+
+    slope: float
+    ci: Tuple[float, float]
+    tau: float
+    p: float
+    runs: int
+
+    @property
+    def total(self) -> float:
+        """The relative change over the whole history the slope implies."""
+        return math.expm1(self.slope * (self.runs - 1))
+
+
+def mann_kendall(y: Sequence[float]) -> Tuple[float, float, float, float]:
+    """(S, variance of S with the ties correction, tau, two-sided p)."""
+    n = len(y)
+    s = 0.0
+    for i in range(n - 1):
+        for j in range(i + 1, n):
+            d = y[j] - y[i]
+            s += (d > 0) - (d < 0)
+    counts: dict = {}
+    for v in y:
+        counts[v] = counts.get(v, 0) + 1
+    ties = sum(t * (t - 1) * (2 * t + 5) for t in counts.values() if t > 1)
+    var = (n * (n - 1) * (2 * n + 5) - ties) / 18.0
+    pairs = n * (n - 1) / 2
+    tau = s / pairs if pairs else 0.0
+    if var <= 0:
+        return s, var, tau, 1.0
+    z = (s - math.copysign(1.0, s)) / math.sqrt(var) if s else 0.0
+    return s, var, tau, math.erfc(abs(z) / math.sqrt(2.0))
+
+
+def _at_rank(sorted_values: Sequence[float], rank: float) -> float:
+    """The value at a 1-based fractional rank (linear between neighbours, clamped)."""
+    r = min(max(rank, 1.0), float(len(sorted_values)))
+    lo = int(math.floor(r))
+    frac = r - lo
+    if lo >= len(sorted_values):
+        return sorted_values[-1]
+    return sorted_values[lo - 1] * (1 - frac) + sorted_values[lo] * frac
+
+
+def theil_sen(y: Sequence[float], confidence: float = 0.95) -> Tuple[float, Tuple[float, float], float]:
+    """(median of the pairwise slopes, Sen's confidence interval for it, intercept)."""
+    n = len(y)
+    slopes = sorted((y[j] - y[i]) / (j - i) for i in range(n - 1) for j in range(i + 1, n))
+    m = len(slopes)
+    slope = _at_rank(slopes, (m + 1) / 2)
+    _, var, _, _ = mann_kendall(y)
+    c = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(max(var, 0.0))
+    ci = (_at_rank(slopes, (m - c) / 2), _at_rank(slopes, (m + c) / 2 + 1))
+    intercept = sorted(v - slope * i for i, v in enumerate(y))[n // 2] if n % 2 else \
+        sum(sorted(v - slope * i for i, v in enumerate(y))[n // 2 - 1:n // 2 + 1]) / 2
+    return slope, ci, intercept
+
+
+def _bic(rss: float, n: int, params: int) -> float:
+    return n * math.log(max(rss, 1e-300) / n) + params * math.log(n)
+
+
+@dataclass
+class Trend:
+    steps: List[Step] = field(default_factory=list)
+    drift: Optional[Drift] = None
+
+
+def analyse(values: Sequence[float], alpha: float = 0.01, drift_alpha: float = 0.05,
+            min_change: float = 0.01, min_size: int = 3, min_drift_runs: int = 5,
+            confidence: float = 0.95) -> Trend:
+    """The steps and the drift of one metric's history (values > 0, one per run, oldest first)."""
+    vals = [float(v) for v in values]
+    if len(vals) < 2 or any(v <= 0 or not math.isfinite(v) for v in vals):
+        return Trend()
+    steps = change_points(vals, alpha=alpha, min_size=min_size, min_change=min_change)
+    out = Trend(steps=steps)
+    n = len(vals)
+    if n < min_drift_runs:
+        return out
+    y = [math.log(v) for v in vals]
+    _, _, tau, p = mann_kendall(y)
+    if p >= drift_alpha:
+        return out
+    slope, ci, intercept = theil_sen(y, confidence)
+    drift = Drift(slope=slope, ci=ci, tau=tau, p=p, runs=n)
+    if abs(drift.total) < min_change:
+        return out
+    rss_line = sum((v - (intercept + slope * i)) ** 2 for i, v in enumerate(y))
+    bounds = [0] + [s.at for s in steps] + [n]
+    rss_steps = 0.0
+    for a, b in zip(bounds, bounds[1:]):
+        mean = sum(y[a:b]) / (b - a)
+        rss_steps += sum((v - mean) ** 2 for v in y[a:b])
+    if steps and _bic(rss_steps, n, 2 * len(steps) + 1) <= _bic(rss_line, n, 2):
+        return out  # the steps explain the runs: not a drift
+    out.steps = []  # a ramp, not steps: binary segmentation splits a ramp where it crosses its mean
+    out.drift = drift
+    return out
