@@ -17,6 +17,7 @@ CONTEXT_KEY = pytest.StashKey()
 BOUNDS_KEY = pytest.StashKey()
 RECORDER_KEY = pytest.StashKey()
 ERROR_KEY = pytest.StashKey()
+BUDGET_KEY = pytest.StashKey()
 SESSION_NAME = "jetson-perf-session"
 
 
@@ -43,9 +44,10 @@ def pytest_addoption(parser):
     add("--jetson-baselines", dest="jetson_baselines", default=None, metavar="DIR",
         help="baseline directory (default: baselines). Ini: jetson_baselines.")
     add("--jetson-update-baselines", dest="jetson_update_baselines", nargs="?", const="all",
-        default=None, metavar="=all|=new",
-        help="(re)record baselines from this run: =all (new and changed, the default) or =new "
-             "(new only); write the value with '=', a following word is a path")
+        default=None, metavar="=all|=new|=force",
+        help="(re)record baselines from this run: =all (new entries, and metrics that changed "
+             "significantly; the default), =new (new entries only) or =force (every entry as "
+             "measured now); write the value with '=', a following word is a path")
     add("--jetson-prune-baselines", dest="jetson_prune_baselines", action="store_true", default=False,
         help="remove baseline entries that no selected test used")
     add("--jetson-missing-baseline", dest="jetson_missing_baseline", default=None, choices=("skip", "fail"),
@@ -56,6 +58,10 @@ def pytest_addoption(parser):
         help="outcome of a comparison too noisy to decide: pass with a warning (default) or fail")
     add("--jetson-confidence", dest="jetson_confidence", default=None, type=float, metavar="LEVEL",
         help="confidence level of the regression test (default 0.99)")
+    add("--jetson-budget", dest="jetson_budget", default=None, metavar="TIMES",
+        help="how long a comparison that cannot decide yet may measure, in times the requested "
+             "duration (default 3; 1 never extends). The perf mark's budget= sets it per test. "
+             "Ini: jetson_budget.")
     add("--jetson-report-json", dest="jetson_report_json", default=None, metavar="PATH",
         help="write every measurement, telemetry summary and verdict to PATH as JSON")
     add("--jetson-report-md", dest="jetson_report_md", default=None, metavar="PATH",
@@ -79,6 +85,7 @@ def pytest_addoption(parser):
     parser.addini("jetson_power_mode", "power mode to expect/simulate", default="")
     parser.addini("jetson_seed", "seed of the simulated noise", default="0")
     parser.addini("jetson_telemetry", "telemetry source", default="auto")
+    parser.addini("jetson_budget", "measurement budget, in requested durations", default="3")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -92,7 +99,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
             args[i] = "--jetson-update-baselines=all"
     ns = early_config.known_args_namespace
     swallowed = getattr(ns, "jetson_update_baselines", None)
-    if swallowed is not None and swallowed not in ("all", "new") and not any(
+    if swallowed is not None and swallowed not in ("all", "new", "force") and not any(
             a.startswith("--jetson-update-baselines=") and a != "--jetson-update-baselines=all" for a in args):
         ns.jetson_update_baselines = "all"
         ns.file_or_dir = list(getattr(ns, "file_or_dir", None) or []) + [swallowed]
@@ -100,7 +107,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
 # -- configuration, header, device -----------------------------------------------------------------
 def _settings_from_config(config):
-    from .settings import Settings, parse_optional_duration, parse_seed
+    from .settings import Settings, check_budget, parse_optional_duration, parse_seed
 
     opt = config.getoption
     return Settings(
@@ -125,6 +132,8 @@ def _settings_from_config(config):
         telemetry_interval=parse_optional_duration(opt("jetson_telemetry_interval"),
                                                    "--jetson-telemetry-interval") or 0.1,
         table=opt("jetson_table") or ("all" if (config.getoption("verbose", 0) or 0) > 0 else "problems"),
+        budget=check_budget(opt("jetson_budget") if opt("jetson_budget") is not None
+                            else config.getini("jetson_budget"), "--jetson-budget / ini jetson_budget"),
     )
 
 
@@ -332,6 +341,9 @@ def perf(request):
     from .run.recorder import Recorder
 
     recorder = Recorder(jetson_context(request.config))
+    session = request.config.pluginmanager.get_plugin(SESSION_NAME)
+    if session is not None:
+        recorder.extension = session.extension_for(request.node)
     request.node.stash[RECORDER_KEY] = recorder
     return recorder
 
@@ -423,7 +435,18 @@ def _parse_perf_marks(item):
                 f"perf mark on {_mark_owner(node)}: bounds are keyword arguments, e.g. "
                 f"@pytest.mark.perf(throughput='>= 900/s'); got positional {mark.args!r}"
             )
-        marks.append((_mark_owner(node), dict(mark.kwargs)))
+        kwargs = dict(mark.kwargs)
+        if "budget" in kwargs:
+            value = kwargs.pop("budget")
+            if BUDGET_KEY not in item.stash:  # the nearest mark's
+                from .errors import ConfigError
+                from .settings import check_budget
+
+                try:
+                    item.stash[BUDGET_KEY] = check_budget(value, f"perf mark on {_mark_owner(node)}: budget")
+                except ConfigError as exc:
+                    raise BoundError(str(exc)) from None
+        marks.append((_mark_owner(node), kwargs))
     if not marks:
         return []
     from .gate.bounds import parse_marks
@@ -509,6 +532,8 @@ class PerfSession:
         self.ctx = ctx
         self._undo = undo
         self._gate = None
+        self._project = None
+        self._keys = {}
         self.results = []
         self.ran = []
         self.deselected = 0
@@ -530,9 +555,27 @@ class PerfSession:
 
             ctx = self.ctx
             self._gate = GateSession(ctx.settings, ctx.fingerprint(), ctx.baseline_id,
-                                     rootdir=str(self.config.rootpath),
+                                     rootdir=str(self.project()),
                                      compared_keys=COMPARED_KEYS + ctx.compared_keys())
         return self._gate
+
+    def project(self):
+        """The project the tests belong to (its baselines, keys and report paths start there),
+        whatever rootdir this invocation picked."""
+        if self._project is None:
+            from .gate.keys import project_root
+
+            self._project = project_root(self.config.rootpath)
+        return self._project
+
+    def key(self, nodeid):
+        """The baseline key of a node id: the same however pytest was invoked."""
+        key = self._keys.get(nodeid)
+        if key is None:
+            from .gate.keys import baseline_key
+
+            key = self._keys[nodeid] = baseline_key(self.config.rootpath, nodeid, self.project())
+        return key
 
     def close(self):
         try:
@@ -540,6 +583,29 @@ class PerfSession:
         finally:
             if self._undo is not None:
                 self._undo()
+
+    # -- the family of comparisons ---------------------------------------------------------------
+    def pytest_collection_finish(self, session):
+        """Count the session's relative comparisons once the selection is final: the gate divides
+        its error rate among them (on each xdist worker too: each collects the whole suite)."""
+        n = sum(1 for item in session.items for b in item.stash.get(BOUNDS_KEY, []) if b.relative)
+        if n:
+            self.gate().plan(n, budget=self.ctx.settings.budget)
+
+    def extension_for(self, item):
+        """The ``extend`` factory of ``item``'s recorder: the first measurement of a test with
+        relative bounds and a stored baseline grows until its comparisons decide."""
+        bounds = item.stash.get(BOUNDS_KEY, [])
+        if not any(b.relative for b in bounds):
+            return None
+        budget = item.stash.get(BUDGET_KEY, None)
+
+        def factory(index):
+            if index != 0:
+                return None
+            return self.gate().extension(self.key(item.nodeid), bounds, budget)
+
+        return factory
 
     # -- per test --------------------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -568,7 +634,7 @@ class PerfSession:
         from .report import render
         from .report.junit import properties
 
-        result = self.gate().evaluate(item.nodeid, bounds, measurements, body_passed=rep.passed,
+        result = self.gate().evaluate(self.key(item.nodeid), bounds, measurements, body_passed=rep.passed,
                                       test_name=item.name)
         rep.jetson = result.to_dict()
         for name, value in properties(result):
@@ -615,13 +681,13 @@ class PerfSession:
 
         root = Path(s.baselines)
         if not root.is_absolute():
-            root = self.config.rootpath / root
+            root = self.project() / root
         directory = root / self.ctx.baseline_id
         if not directory.is_dir():
             return False
         from .gate.keys import baseline_path
 
-        return any(baseline_path(directory, n).exists() for n in set(self.ran))
+        return any(baseline_path(directory, self.key(n)).exists() for n in set(self.ran))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -640,7 +706,8 @@ class PerfSession:
                 markexpr=config.getoption("markexpr", "") or "",
                 last_failed=bool(config.getoption("lf", False)), deselected=self.deselected)
             failed = int(exitstatus) in (2, 3, 4)
-            summary = gate.finish(self.ran, partial_selection=partial, failed_session=failed)
+            summary = gate.finish([self.key(n) for n in self.ran], partial_selection=partial,
+                                  failed_session=failed)
             self.lines += render.baseline_summary(summary)
         self.counts.add_verdicts(self.results)
         if s.report_json or s.report_md or s.plots:

@@ -10,7 +10,7 @@ from typing import Optional
 from .errors import ConfigError
 from .units import parse_duration
 
-UPDATE_MODES = ("all", "new")
+UPDATE_MODES = ("all", "new", "force")
 MISSING_BASELINE = ("skip", "fail")
 INCONCLUSIVE = ("pass", "fail")
 TABLES = ("problems", "all", "none")
@@ -38,6 +38,8 @@ class Settings:
     telemetry_interval: float = 0.1
     #: what the terminal's perf table lists: problems (the default), all, none
     table: str = "problems"
+    #: how far a comparison that cannot decide yet extends its measurement, in requested durations
+    budget: float = 3.0
 
     def __post_init__(self) -> None:
         # Backends and sources come from their registries, which plugins extend at start-up.
@@ -57,6 +59,7 @@ class Settings:
                 f"--jetson-confidence: {self.confidence!r} is not a confidence level; use a value "
                 "between 0.5 and 1, e.g. 0.99"
             )
+        check_budget(self.budget, "--jetson-budget")
         if self.duration is not None and self.duration <= 0:
             raise ConfigError(f"--jetson-duration: {self.duration!r} must be a positive duration such as '5s'")
         if not 0.01 <= self.telemetry_interval <= 60:
@@ -71,6 +74,19 @@ def _choice(option: str, value: Optional[str], allowed, allow_none: bool = False
         return
     if value not in allowed:
         raise ConfigError(f"{option}: {value!r} is not one of {', '.join(allowed)}")
+
+
+def check_budget(value: object, what: str) -> float:
+    """A measurement budget: a number of requested durations, at least 1 (1: never extend)."""
+    try:
+        budget = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        budget = float("nan")
+    if not 1.0 <= budget <= 100.0:
+        raise ConfigError(f"{what}: {value!r} is not a measurement budget; give how many times the "
+                          f"requested duration a comparison may measure, from 1 (never extend) "
+                          f"to 100, e.g. 3")
+    return budget
 
 
 def parse_seed(value: object, what: str = "--jetson-seed") -> int:

@@ -470,3 +470,111 @@ def test_the_table_lists_problems_by_default_and_everything_with_v(suite, monkey
     assert "pytest-jetson perf gate" not in run(suite, "--jetson-table", "none").stdout.str()
     r = run(suite, "--jetson-table", "some")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# -- measuring more: the sequential comparison through a session ------------------------------------
+SLOWER_CONFTEST = '''
+import os
+import pytest
+
+class Slower:
+    """Every inference SLOWER times as long on the simulated clock: a change of a known size."""
+
+    timed_run = None
+
+    def __init__(self, inner, factor):
+        self._inner, self._factor = inner, factor
+
+    def infer(self, batch=None):
+        clock = self._inner.clock
+        t0 = clock.now()
+        out = self._inner.infer(batch)
+        clock.advance((clock.now() - t0) * (self._factor - 1.0))
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+@pytest.fixture
+def trt_engine(trt_engine):
+    factor = float(os.environ.get("SLOWER", "1"))
+    return lambda *a, **k: Slower(trt_engine(*a, **k), factor)
+'''
+
+SHORT = '''
+import pytest
+
+@pytest.mark.perf(latency_mean="3%", throughput="3%"{extra})
+def test_short(trt_engine, perf):
+    perf.measure(trt_engine("resnet50", precision="int8", batch=1), duration="0.03s", warmup=0)
+'''
+
+
+def _short_run(suite, monkeypatch, *args, extra=""):
+    suite.makeconftest(SLOWER_CONFTEST)
+    suite.makepyfile(test_short=SHORT.format(extra=extra))
+    monkeypatch.setenv("SLOWER", "1")
+    run(suite, "--jetson-update-baselines").assert_outcomes(passed=1)
+    # a change inside the indifference zone between the tolerance and twice it: one look cannot
+    # tell, so the measurement grows (seed 1 of the simulated noise)
+    monkeypatch.setenv("SLOWER", "1.035")
+    r = run(suite, "--jetson-seed", "1", "--jetson-report-json", "r.json", *args)
+    test = json.loads((suite.path / "r.json").read_text())["tests"][0]
+    verdicts = {v["metric"]: v for v in test["verdicts"]}
+    return r, test["measurements"][0], verdicts
+
+
+def test_an_undecided_comparison_extends_its_measurement_until_it_decides(suite, monkeypatch):
+    r, m, verdicts = _short_run(suite, monkeypatch)
+    assert m["extra"]["looks"] > 1 and m["extra"]["requested_duration"] == pytest.approx(0.03)
+    assert m["duration"] > 0.03 * 1.4
+    assert verdicts["latency_mean"]["looks"] == m["extra"]["looks"]
+    assert verdicts["latency_mean"]["reason"] in ("within_tolerance", "regression")
+
+
+@pytest.mark.parametrize("how", ["option", "mark"])
+def test_a_budget_of_one_never_extends(suite, monkeypatch, how):
+    args, extra = (("--jetson-budget", "1"), "") if how == "option" else ((), ", budget=1")
+    r, m, verdicts = _short_run(suite, monkeypatch, *args, extra=extra)
+    assert "looks" not in m["extra"] and m["duration"] < 0.03 * 1.3
+    assert verdicts["latency_mean"]["reason"] == "inconclusive"
+    assert "this noise decides tolerances from" in words(r)
+
+
+def test_a_bad_budget_is_a_clear_error(suite):
+    suite.makepyfile(test_suite='''
+        import pytest
+        @pytest.mark.perf(throughput="5%", budget="lots")
+        def test_a(perf):
+            pass
+    ''')
+    r = run(suite)
+    assert r.ret == 2
+    r.stdout.fnmatch_lines(["*perf mark on test_a: budget: 'lots' is not a measurement budget*"])
+    r = run(suite, "--jetson-budget", "0.5")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in r.stdout.str() + r.stderr.str()
+
+
+def test_force_rerecords_what_noise_alone_would_not(suite, monkeypatch):
+    suite.makepyfile(test_suite=SUITE)
+    run(suite, "--jetson-update-baselines")
+    before = baseline_doc(suite)["entries"]["test_suite.py::test_a"]
+    monkeypatch.setenv("SEED", "5")
+    run(suite, "--jetson-update-baselines").stdout.fnmatch_lines(["*nothing to write*"])
+    r = run(suite, "--jetson-update-baselines=force")
+    r.stdout.fnmatch_lines(["*baselines: wrote 2 entries*"])
+    assert baseline_doc(suite)["entries"]["test_suite.py::test_a"] != before
+
+
+def test_keys_do_not_depend_on_the_rootdir_pytest_picked(suite):
+    suite.makefile(".ini", pytest="[pytest]\n")
+    sub = suite.mkpydir("perf")
+    (sub / "test_m.py").write_text(SUITE.replace("from perfhelp", "from perfhelp"))
+    run(suite, "--jetson-update-baselines", "perf").assert_outcomes(passed=2)
+    path = suite.path / "baselines" / "orin-nano-8gb" / "perf" / "test_m.py.json"
+    assert sorted(json.loads(path.read_text())["entries"]) == ["perf/test_m.py::test_a", "perf/test_m.py::test_b"]
+    # the same tests, with the rootdir forced to their own directory: same keys, same file
+    r = run(suite, "--rootdir", str(sub), str(sub), "--jetson-missing-baseline=fail")
+    r.assert_outcomes(passed=2)
+    assert not (sub / "baselines").exists()

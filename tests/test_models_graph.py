@@ -232,10 +232,10 @@ def test_external_weights_are_never_read(tmp_path):
     assert stats.macs == zoo.stats("resnet18", resolution=64, batch=2).macs
 
 
-def test_analyze_takes_a_zoo_name_and_names_the_zoo_otherwise(tmp_path):
-    assert analyze("squeezenet1_1", batch=2).macs == zoo.stats("squeezenet1_1", batch=2).macs
+def test_zoo_analyze_takes_a_zoo_name_and_names_the_zoo_otherwise(tmp_path):
+    assert zoo.analyze("squeezenet1_1", batch=2).macs == zoo.stats("squeezenet1_1", batch=2).macs
     with pytest.raises(ModelError) as err:
-        analyze("resnet51")
+        zoo.analyze("resnet51")
     assert "resnet51" in str(err.value) and "resnet50" in str(err.value)
 
 

@@ -23,12 +23,17 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
 from ..metrics import METRICS, format_value
-from .compare import _print
+from ..report.text import Column, table
+from .compare import _print, width
 
 DEFAULT_METRICS = ("throughput", "latency_mean", "latency_p50", "latency_p99", "per_process_throughput",
                    "memory", "power", "energy")
 
 Entries = Dict[Tuple[str, str], Dict]  # (file relative to the baselines dir, key) -> entry
+
+
+_COLUMNS = (Column("device"), Column("test", elastic=True), Column("metric"), Column("old", ">"),
+            Column("new", ">"), Column("change", ">"), Column("significant"))
 
 
 def _git(args: Sequence[str], cwd: Path) -> str:
@@ -132,7 +137,6 @@ def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..report.terminal import table
 
     p = argparse.ArgumentParser(
         prog="pytest-jetson diff",
@@ -170,9 +174,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if shown:
         if len({r[0] for r in shown}) == 1:  # one device: say it once, above the table
             lines[0] += f" ({shown[0][0] or 'no device'})"
-            lines += table(("test", "metric", "old", "new", "change", "significant"), [r[1:] for r in shown])
+            lines += table(_COLUMNS[1:], [r[1:] for r in shown], width=width())
         else:
-            lines += table(("device", "test", "metric", "old", "new", "change", "significant"), shown)
+            lines += table(_COLUMNS, shown, width=width())
     for (rel, key) in sorted(set(old) - set(new)):
         lines.append(f"only in {old_name}: {rel.split('/', 1)[0]} {key}")
     for (rel, key) in sorted(set(new) - set(old)):

@@ -19,8 +19,12 @@ def _ints(text: str, what: str) -> List[int]:
         raise JetsonError(f"--{what} {text!r}: give integers separated by commas, e.g. 1,8,32") from None
 
 
-#: the widest the tables get (terminals and CI logs at 120 columns read them without wrapping)
-WIDTH = 120
+
+
+def width() -> int:
+    from .compare import width as terminal_width
+
+    return terminal_width()
 
 
 def _columns() -> Any:
@@ -45,13 +49,13 @@ def _cells(r: Dict[str, Any]) -> List[str]:
 def _say(text: str) -> None:
     import textwrap
 
-    print("\n".join(textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)))
+    print("\n".join(textwrap.wrap(text, width(), subsequent_indent="  ", break_on_hyphens=False)))
 
 
 def _print_table(rows: List[Dict[str, Any]]) -> None:
     from ..report.text import table
 
-    for line in table(_columns(), [_cells(r) for r in rows], width=WIDTH):
+    for line in table(_columns(), [_cells(r) for r in rows], width=width()):
         print(line)
 
 

@@ -62,7 +62,7 @@ from .. import fileio
 from ..errors import BaselineError
 from ..metrics import METRICS
 from .compare import BaselineRef, env_differences
-from .keys import baseline_path, key_test
+from .keys import PROJECT_MARKERS, baseline_key, baseline_path, key_test, project_root  # noqa: F401
 from .stats import MetricStats, metric_stats, quantile_of, t_isf
 
 SCHEMA = 2
@@ -84,35 +84,6 @@ def now_iso() -> str:
 
 
 # -- keys and places --------------------------------------------------------------------------------
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "pytest.ini", ".git")
-
-
-def project_root(start: Any) -> Path:
-    """The project a path belongs to: the nearest ancestor holding a project marker (pyproject.toml,
-    setup.py, setup.cfg, tox.ini, pytest.ini or .git), else the path's own directory."""
-    p = Path(start).resolve()
-    here = p if p.is_dir() else p.parent
-    for d in (here, *here.parents):
-        if any((d / m).exists() for m in PROJECT_MARKERS):
-            return d
-    return here
-
-
-def baseline_key(rootdir: Any, nodeid: str, project: Any = None) -> str:
-    """The baseline key of a pytest node id, independent of how pytest was invoked: the test
-    module's path relative to the project (``project``, else ``project_root`` of the module), then
-    the rest of the node id. Two invocations whose rootdirs differ (an ini file's directory, or
-    the common ancestor of the arguments) name the same test the same way."""
-    module, sep, rest = nodeid.partition("::")
-    path = (Path(rootdir) / module).resolve() if module else Path(rootdir).resolve()
-    base = Path(project).resolve() if project is not None else project_root(path)
-    try:
-        rel = path.relative_to(base).as_posix()
-    except ValueError:
-        rel = os.path.relpath(str(path), str(base)).replace(os.sep, "/")
-    return rel + sep + rest
-
-
 def outside_project(root: Any, project: Any) -> Optional[str]:
     """A warning when the baselines directory ``root`` lies outside ``project`` (None otherwise):
     baselines belong to the code they gate, reviewed with it."""

@@ -143,7 +143,8 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
         step = decide_once(metric, stats, base, tol, alpha=(1 - confidence) / 2)
     basis = "spread" if stats.se_log is None and base.se_log is None else "statistics"
     numbers.update(change=ratio - 1.0, worse=step.worse, worse_ci=step.worse_ci,
-                   p_value=step.p_value, basis=basis, min_tolerance=step.min_tolerance)
+                   p_value=step.p_value, basis=basis, min_tolerance=step.min_tolerance,
+                   log_worse=step.d, within_se=step.within_se)
     if step.look > 1:
         numbers["looks"] = step.look
     reason = step.decision if step.decision != "continue" else "inconclusive"

@@ -68,3 +68,32 @@ def relative_models(d: Dict[str, Any], root: Any) -> Dict[str, Any]:
     if isinstance(out.get("workers"), list):
         out["workers"] = [relative_models(w, root) if isinstance(w, dict) else w for w in out["workers"]]
     return out
+
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "pytest.ini", ".git")
+
+
+def project_root(start: Any) -> Path:
+    """The project a path belongs to: the nearest ancestor holding a project marker (pyproject.toml,
+    setup.py, setup.cfg, tox.ini, pytest.ini or .git), else the path's own directory."""
+    p = Path(start).resolve()
+    here = p if p.is_dir() else p.parent
+    for d in (here, *here.parents):
+        if any((d / m).exists() for m in PROJECT_MARKERS):
+            return d
+    return here
+
+
+def baseline_key(rootdir: Any, nodeid: str, project: Any = None) -> str:
+    """The baseline key of a pytest node id, independent of how pytest was invoked: the test
+    module's path relative to the project (``project``, else ``project_root`` of the module), then
+    the rest of the node id. Two invocations whose rootdirs differ (an ini file's directory, or
+    the common ancestor of the arguments) name the same test the same way."""
+    module, sep, rest = nodeid.partition("::")
+    path = (Path(rootdir) / module).resolve() if module else Path(rootdir).resolve()
+    base = Path(project).resolve() if project is not None else project_root(path)
+    try:
+        rel = path.relative_to(base).as_posix()
+    except ValueError:
+        rel = os.path.relpath(str(path), str(base)).replace(os.sep, "/")
+    return rel + sep + rest

@@ -11,6 +11,7 @@ from ..metrics import format_percent
 from ..run.measurement import Measurement
 from .bounds import Bound
 from .compare import BaselineRef, Verdict, check_relative
+from .family import confidence_for
 from .stats import metric_stats
 
 DEFAULT_METRICS = ("throughput", "latency_mean", "latency_p50", "latency_p99", "per_process_throughput",
@@ -32,6 +33,7 @@ def compare_reports(old: Dict[str, Any], new: Dict[str, Any], tolerance: float =
     old_m = measurements_by_key(old)
     new_tests = {t["nodeid"]: t for t in new.get("tests", [])}
     verdicts: List[Verdict] = []
+    pending = []
     for nodeid, t in new_tests.items():
         tolerances = {b["metric"]: b.get("tolerance") for b in t.get("bounds", []) if b.get("kind") == "relative"}
         old_fp_by_key = {}
@@ -59,10 +61,13 @@ def compare_reports(old: Dict[str, Any], new: Dict[str, Any], tolerance: float =
                 tol = tolerances.get(name)
                 tol = tolerance if tol is None else float(tol)
                 bound = Bound(metric=name, text=format_percent(tol), kind="relative", tolerance=tol, unit="%")
-                v = check_relative(bound, cur, ref, confidence=confidence,
-                                   fingerprint=t.get("fingerprint") or None,
-                                   allow_env_mismatch=allow_env_mismatch, stats=st)
-                v.test = nodeid
-                v.measurement = key
-                verdicts.append(v)
+                pending.append((bound, cur, ref, st, t.get("fingerprint") or None, nodeid, key))
+    # one family: the chance that two runs of unchanged code differ anywhere is 1 - confidence
+    level = confidence_for(len(pending), family_alpha=1.0 - confidence, inconclusive_fails=False)
+    for bound, cur, ref, st, fp, nodeid, key in pending:
+        v = check_relative(bound, cur, ref, confidence=level, fingerprint=fp,
+                           allow_env_mismatch=allow_env_mismatch, stats=st)
+        v.test = nodeid
+        v.measurement = key
+        verdicts.append(v)
     return verdicts

@@ -18,9 +18,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from ..errors import BaselineError
 from . import verdict as _verdict
-from .baseline import BaselineStore, fingerprint, make_entry, needs_write, read_file, update_file
+from .baseline import BaselineStore, fingerprint, make_entry, needs_write, outside_project, read_file
 from .bounds import Bound
-from .compare import COMPARED_KEYS, Verdict, cannot_check, check
+from .compare import COMPARED_KEYS, Verdict, cannot_check, check, check_relative
+from .extend import Extension
+from .family import Family, excess_spread, noisier_than_assumed
 from .keys import entry_keys, key_test, module_of, relative_models
 
 
@@ -94,8 +96,12 @@ class BaselineSummary:
     partial_selection: bool = False
     written: List[List[str]] = field(default_factory=list)
     unused: Dict[str, List[str]] = field(default_factory=dict)
+    #: unused entries pruning left alone: it cannot attribute them to this project's tests
+    kept: Dict[str, List[str]] = field(default_factory=dict)
     pruned: int = 0
     errors: List[str] = field(default_factory=list)
+    #: what the session's comparisons say about the gate's assumptions (noise, family size)
+    notes: List[str] = field(default_factory=list)
 
 
 class GateSession:
@@ -115,6 +121,50 @@ class GateSession:
         self.store = BaselineStore(root, device_id)
         self.compared_keys = tuple(compared_keys)
         self.results: List[TestResult] = []
+        #: the session's family of relative comparisons (``plan``); None: each is decided at
+        #: ``settings.confidence`` alone
+        self.family: Optional[Family] = None
+        self._extensions: Dict[str, Extension] = {}
+
+    # -- the session's error budget ---------------------------------------------------------------
+    def plan(self, comparisons: int, budget: float = 3.0) -> Family:
+        """Count the session's relative comparisons (at collection) so that the chance that an
+        unchanged suite fails at all stays at 1 - ``settings.confidence``: each comparison's level
+        is that divided among them (``gate.family``). ``budget``: how far a measurement may be
+        extended, in requested durations."""
+        s = self.settings
+        self.family = Family(planned=max(int(comparisons), 1), family_alpha=1.0 - s.confidence,
+                             inconclusive_fails=s.inconclusive == "fail", budget=budget)
+        return self.family
+
+    def _relative_confidence(self) -> float:
+        return self.family.confidence() if self.family is not None else self.settings.confidence
+
+    def extension(self, nodeid: str, bounds: Sequence[Bound], budget: Optional[float] = None
+                  ) -> Optional[Extension]:
+        """The extension of ``nodeid``'s first measurement (None: nothing to extend: no relative
+        bound, no stored entry, a baseline file that cannot be read, or recording without
+        comparing)."""
+        s = self.settings
+        relative = [b for b in bounds if b.relative]
+        if not relative or self.family is None or s.update_baselines == "force":
+            return None
+        try:
+            ref = self.store.lookup(nodeid, nodeid)
+        except BaselineError:
+            return None
+        if ref is None:
+            return None
+        design = self.family.design()
+        if budget is not None:
+            from dataclasses import replace
+
+            design = replace(design, budget=float(budget))
+        ext = Extension(relative, ref, design,
+                        fingerprint_of=self.fingerprint,
+                        compared_keys=self.compared_keys, allow_env_mismatch=s.allow_env_mismatch)
+        self._extensions[nodeid] = ext
+        return ext
 
     def display(self, path: Path) -> str:
         """A path as reports show it: relative to the project root where it lies inside."""
@@ -157,12 +207,21 @@ class GateSession:
             except BaselineError as exc:
                 load_error = str(exc)
                 result.notes.append(load_error)
+        ext = self._extensions.pop(nodeid, None)
+        if len(measurements) != 1:
+            ext = None  # it looked at the entry of a test's only measurement
         for m, key in zip(measurements, keys):
             fp = self.fingerprint(m)
             ref = self.store.lookup(key, nodeid) if key in stored else None
             for b in bounds:
                 if b.relative and load_error is not None:
                     v = cannot_check(b, m, load_error)
+                elif b.relative:
+                    v = check_relative(b, m, ref, confidence=self._relative_confidence(),
+                                       missing_baseline=s.missing_baseline, fingerprint=fp,
+                                       allow_env_mismatch=s.allow_env_mismatch, device=self.device_id,
+                                       compared_keys=self.compared_keys,
+                                       step=ext.step(b) if ext is not None else None)
                 else:
                     v = check(b, m, ref, confidence=s.confidence, missing_baseline=s.missing_baseline,
                               fingerprint=fp, allow_env_mismatch=s.allow_env_mismatch,
@@ -192,30 +251,63 @@ class GateSession:
         s = self.settings
         out = BaselineSummary(update=s.update_baselines, prune=bool(s.prune_baselines),
                               partial_selection=partial_selection)
-        by_file: Dict[Path, Dict[str, Dict[str, Any]]] = {}
         for r in self.results:
             for key, entry in r.staged.items():
-                by_file.setdefault(self.store.path_for(r.nodeid), {})[key] = entry
-        for path, entries in sorted(by_file.items()):
-            try:
-                written, _ = update_file(path, entries, mode=s.update_baselines or "all",
-                                         device=self.device_id, confidence=s.confidence)
-            except (BaselineError, OSError) as exc:
-                out.errors.append(f"{self.display(path)}: {exc}")
-                continue
-            out.written += [[self.display(path), k] for k in written]
-        if failed_session or partial_selection:
-            return out
-        unused = self._unused(set(ran))
+                self.store.stage(r.nodeid, key, entry)
+        remove: Dict[Path, List[str]] = {}
+        unused: Dict[Path, List[str]] = {}
+        if not (failed_session or partial_selection):
+            unused = self._unused(set(ran))
+            if unused and s.prune_baselines:
+                remove = self._prunable(unused, set(ran))
+        flushed = self.store.flush(mode=s.update_baselines or "all", confidence=s.confidence,
+                                   remove=remove)
+        for path, keys in sorted(flushed.written.items()):
+            out.written += [[self.display(path), k] for k in keys]
+        for path, message in sorted(flushed.errors.items()):
+            out.errors.append(f"{self.display(path)}: {message}")
+        out.pruned = sum(len(v) for v in flushed.removed.values())
         out.unused = {self.display(p): keys for p, keys in unused.items()}
-        if unused and s.prune_baselines:
+        if s.prune_baselines:
             for path, keys in unused.items():
-                try:
-                    _, removed = update_file(path, {}, remove=keys, device=self.device_id)
-                except (BaselineError, OSError) as exc:
-                    out.errors.append(f"{self.display(path)}: {exc}")
-                    continue
-                out.pruned += len(removed)
+                kept = [k for k in keys if k not in remove.get(path, [])]
+                if kept:
+                    out.kept[self.display(path)] = kept
+        out.notes = self.diagnosis()
+        return out
+
+    def diagnosis(self) -> List[str]:
+        """What this session's comparisons say about the gate's own assumptions: a board noisier
+        between runs than the floors assume, more comparisons than were counted, baselines kept
+        outside the project."""
+        lines: List[str] = []
+        rows = [(v.metric, v.log_worse, v.within_se) for r in self.results for v in r.verdicts
+                if v.kind == "relative" and v.log_worse is not None and v.within_se is not None]
+        lines += noisier_than_assumed(excess_spread(rows))
+        if self.family is not None:
+            made = sum(1 for r in self.results for v in r.verdicts
+                       if v.kind == "relative" and v.reason not in ("no_baseline", "cannot_check"))
+            self.family.made = made
+            if self.family.overrun:
+                lines.append(self.family.overrun)
+        where = outside_project(self.store.root, self.rootdir)
+        if where:
+            lines.append(where)
+        return lines
+
+    def _prunable(self, unused: Dict[Path, List[str]], ran: set) -> Dict[Path, List[str]]:
+        """What pruning may delete: entries it can attribute to this project's tests. Those of a
+        collected module whose test is gone (``BaselineStore.prunable``), and those of a deleted
+        module: the key names the file it sits in, and the module's directory still exists in
+        the project while the module does not. Anything else is reported and kept."""
+        out = self.store.prunable(unused, ran)
+        modules = {module_of(n) for n in ran}
+        for path, keys in unused.items():
+            gone = [k for k in keys if module_of(k) not in modules and self.store.path_for(k) == path
+                    and not (self.rootdir / module_of(k)).exists()
+                    and (self.rootdir / module_of(k)).parent.is_dir()]
+            if gone:
+                out[path] = sorted(set(out.get(path, [])) | set(gone))
         return out
 
     def _unused(self, ran: set) -> Dict[Path, List[str]]:

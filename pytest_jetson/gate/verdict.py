@@ -89,7 +89,9 @@ class Verdict:
     (positive is worse); ``basis`` "statistics" (a significance test), "spread" (no within-run
     error on either side: tested against the run-to-run spread alone) or "values" (decided on the
     values). ``min_tolerance``: the smallest tolerance this comparison's noise could decide;
-    ``looks``: how many looks a comparison extended by the recorder took (None: one). ``env_diffs``: [field, baseline, now] for each
+    ``looks``: how many looks a comparison extended by the recorder took (None: one);
+    ``log_worse``/``within_se``: the log worsening and the within-run part of its error, which
+    the session's noise diagnosis pools (``gate.family.excess_spread``). ``env_diffs``: [field, baseline, now] for each
     fingerprint field that differs. ``detail``: why a bound could not be checked. ``previous``: for
     a recorded bound, the reason the comparison gave before the baseline was rewritten.
     """
@@ -113,6 +115,8 @@ class Verdict:
     basis: Optional[str] = None
     min_tolerance: Optional[float] = None
     looks: Optional[int] = None
+    log_worse: Optional[float] = None
+    within_se: Optional[float] = None
     env_diffs: List[List[Any]] = field(default_factory=list)
     env_ignored: bool = False
     baseline_file: str = ""

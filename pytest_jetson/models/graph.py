@@ -182,12 +182,9 @@ def _load(obj):
     elif isinstance(obj, (str, os.PathLike)):
         where = os.fspath(obj)
         if not os.path.isfile(where):
-            from . import zoo
-
-            if isinstance(obj, str) and obj in zoo.names():
-                return zoo.build_structure(obj), obj
-            raise ModelError(f"ONNX file {where} does not exist: pass an existing .onnx path or a zoo "
-                             f"model ({', '.join(zoo.names())})")
+            # zoo names resolve in models.zoo (zoo.stats), which builds on this module
+            raise ModelError(f"ONNX file {where} does not exist: pass an existing .onnx path, or "
+                             f"analyse a zoo model with pytest_jetson.models.zoo.stats(name)")
         try:
             with open(where, "rb") as f:
                 data = f.read()

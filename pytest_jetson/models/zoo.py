@@ -153,6 +153,15 @@ def stats(name: str, resolution: Resolution = None, batch: int = 1):
     return _stats(name, _resolution(name, resolution), int(batch))
 
 
+def analyze(name_or_path, batch: int = 1):
+    """``graph.analyze`` that also takes a zoo name (a typo is an error naming the closest)."""
+    from .graph import analyze as analyze_graph
+
+    if isinstance(name_or_path, str) and not os.path.isfile(name_or_path) and not name_or_path.endswith(".onnx"):
+        return analyze_graph(build_structure(name_or_path), batch=batch)  # _entry names a typo
+    return analyze_graph(name_or_path, batch=batch)
+
+
 def cache_dir() -> Path:
     """``$PYTEST_JETSON_CACHE``, else the user cache dir (XDG / Library/Caches / LOCALAPPDATA)."""
     env = os.environ.get("PYTEST_JETSON_CACHE")

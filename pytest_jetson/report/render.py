@@ -69,6 +69,14 @@ def value_text(metric: str, value: Optional[float], ci: Optional[Tuple[float, fl
     return format_value(metric, value, resolution=res)
 
 
+def percent_level(confidence: float) -> str:
+    """A confidence level with the digits that tell it from 100% (99%, 99.9987%)."""
+    if not 0 < confidence < 1:
+        return f"{confidence * 100:.3g}%"
+    digits = max(3, int(-math.log10(1 - confidence)) + 2)
+    return f"{confidence * 100:.{digits}g}%"
+
+
 def interval(metric: str, ci: Optional[Tuple[float, float]], confidence: Optional[float]) -> str:
     """' (99% CI 805..819/s)', or '' without an interval."""
     if ci is None or confidence is None:
@@ -78,7 +86,7 @@ def interval(metric: str, ci: Optional[Tuple[float, float]], confidence: Optiona
     unit_lo, unit_hi = _unit_of(lo), _unit_of(hi)
     if unit_lo and unit_lo == unit_hi:
         lo = lo[: len(lo) - len(unit_lo)]
-    return f" ({confidence * 100:.3g}% CI {lo}..{hi})"
+    return f" ({percent_level(confidence)} CI {lo}..{hi})"
 
 
 def _unit_of(text: str) -> str:
@@ -159,9 +167,9 @@ def headline(v: V.Verdict) -> str:
         decided = "decided on the values (no samples to test significance)"
     elif v.basis == "spread":
         decided = (f"no within-run error: tested against the run-to-run spread, {_p(v.p_value)}, "
-                   f"{(v.confidence or 0) * 100:.3g}% CI of the change {worse_interval(v.worse_ci)}")
+                   f"{percent_level(v.confidence or 0)} CI of the change {worse_interval(v.worse_ci)}")
     else:
-        decided = f"{_p(v.p_value)}, {(v.confidence or 0) * 100:.3g}% CI of the change {worse_interval(v.worse_ci)}"
+        decided = f"{_p(v.p_value)}, {percent_level(v.confidence or 0)} CI of the change {worse_interval(v.worse_ci)}"
     text = f"{head} ({words} {tol}; {decided})" if words else f"{head} ({tol}; {decided})"
     if reason == "recorded":
         text = f"baseline recorded by this run (the comparison was {shown.replace('_', ' ')}): {text}"
@@ -239,8 +247,15 @@ def baseline_summary(summary: Any) -> List[str]:
                          f"test used them; remove with --jetson-prune-baselines):")
         for path, keys in summary.unused.items():
             lines += [f"  {path}: {k}" for k in keys]
+        kept = getattr(summary, "kept", None) or {}
+        n_kept = sum(len(v) for v in kept.values())
+        if summary.prune and n_kept:
+            lines.append(f"baselines: kept {n_kept} unused entr{'y' if n_kept == 1 else 'ies'} that "
+                         f"no collected module accounts for (a moved or deleted module, another "
+                         f"rootdir): remove them by hand if they are stale")
     elif summary.prune and summary.partial_selection:
         lines.append("baselines: not pruned: the run selected part of the suite (-k, -m, node ids or --lf)")
+    lines += [f"pytest-jetson: {note}" for note in getattr(summary, "notes", None) or []]
     return lines
 
 

@@ -11,7 +11,7 @@ the latency of an iteration is everything the caller pays for it, and the harnes
 than a clock read and a list append to a bare loop around the same engine.
 """
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import ConfigError, EngineError
 from ..units import parse_duration
@@ -145,13 +145,19 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
             batch: Optional[int] = None, stability: float = 0.02, max_duration: Any = "60s",
             window: Any = None, telemetry: Any = None, environment: Optional[dict] = None,
             before_window: Optional[Callable[[], Any]] = None,
-            telemetry_interval: Optional[float] = None) -> Measurement:
+            telemetry_interval: Optional[float] = None,
+            extend: Optional[Callable[[Measurement, float], Optional[float]]] = None) -> Measurement:
     """Measure ``engine`` and return a Measurement on the engine's clock.
 
     ``duration`` and ``iterations`` may both be given: the run stops at whichever comes first.
     ``before_window`` is called after the warm-up, right before the timed window (a pool's start
     barrier). ``telemetry``: None or "none" (no sampling), a sampler, or a telemetry factory
     (see ``window.MeasuredWindow.around``).
+
+    ``extend(measurement, measured)``: asked after a measurement of ``duration`` with what was
+    measured so far (``measured``: in requested durations, 1.0 the first time); it returns how many
+    more requested durations to measure on, back to back in the same window, or None to stop (the
+    gate's sequential comparison, ``gate.extend``). Only a measurement by duration extends.
     """
     name = _engine_name(engine)
     dur = parse_duration(duration, f"{name}: duration")
@@ -185,14 +191,26 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     dev: Optional[List[float]] = [] if wants_device_time else None
     windows: List[float] = []
     stable: Optional[bool] = None
+    looks = 1
     window = MeasuredWindow.around(telemetry, telemetry_interval, what=name)
     with window:
         window.load(_prediction(engine, b))
         t0 = now()
         if dur is not None or its is not None:
             t_end = _run_until(engine, b, now, t0, None if dur is None else t0 + dur, its, lat, ends, dev)
-            windows = _windows_by_count(ends, t0, b)
             mode = "iterations" if dur is None else ("duration" if its is None else "duration+iterations")
+            measured = 1.0
+            while extend is not None and mode == "duration" and lat:
+                # a provisional measurement (copies: the lists grow on) for the comparison to look at
+                so_far = _measurement(engine, name, b, list(lat), None if dev is None else list(dev),
+                                      t_end - t0, window.peek(len(lat) * b),
+                                      _windows_by_count(ends, t0, b), None, environment, {})
+                more = extend(so_far, measured)
+                if not more or more <= 0:
+                    break
+                t_end = _run_until(engine, b, now, t_end, t_end + more * dur, None, lat, ends, dev)
+                measured += more
+                looks += 1
         else:
             mode = "adaptive"
             if win is None:
@@ -215,16 +233,13 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
                     break
     items = len(lat) * b
     summary = window.finish(items)
-
-    device_latencies = None
-    host_overhead = None
-    if dev and all(d is not None for d in dev):
-        device_latencies = [float(d) for d in dev]
-        host_overhead = max(0.0, (sum(lat) - sum(device_latencies)) / len(lat))
-
+    if mode != "adaptive":
+        windows = _windows_by_count(ends, t0, b)
     extra = {"mode": mode, "warmup": warm, "warmup_iterations": len(warm_lat)}
     if mode == "adaptive":
         extra.update(window=win, stability=float(stability), max_duration=max_dur)
+    if looks > 1:
+        extra.update(looks=looks, requested_duration=dur)
     # hook: what the engine says of how it ran (I/O mode, CUDA graphs, build time, placement)
     engine_extra = getattr(engine, "measurement_extra", None)
     if engine_extra is not None:
@@ -233,14 +248,24 @@ def measure(engine: Any, duration: Any = None, iterations: Any = None, warmup: A
     if prediction is not None and hasattr(prediction, "to_dict"):
         extra["prediction"] = prediction.to_dict()
     window.keep_series(extra)
+    return _measurement(engine, name, b, lat, dev, t_end - t0, summary, windows, stable, environment, extra)
 
+
+def _measurement(engine: Any, name: str, b: int, lat: List[float], dev: Optional[List[float]],
+                 duration: float, summary: Any, windows: List[float], stable: Optional[bool],
+                 environment: Optional[dict], extra: Dict[str, Any]) -> Measurement:
+    device_latencies = None
+    host_overhead = None
+    if dev and all(d is not None for d in dev):
+        device_latencies = [float(d) for d in dev]
+        host_overhead = max(0.0, (sum(lat) - sum(device_latencies)) / len(lat))
     return Measurement(
         name=name,
         batch=int(b),
         latencies=lat,
-        duration=float(t_end - t0),
-        items=int(items),
-        clock=str(getattr(clock, "kind", "wall")),
+        duration=float(duration),
+        items=int(len(lat) * b),
+        clock=str(getattr(engine.clock, "kind", "wall")),
         backend=str(getattr(engine, "backend", "")),
         model=str(getattr(engine, "model", "")),
         precision=str(getattr(engine, "precision", "")),

@@ -1,6 +1,6 @@
 """The ``perf`` recorder: what a test measured, in order, for the gate to check afterwards."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .measurement import Measurement
 
@@ -29,9 +29,12 @@ class Recorder:
     """Collects the Measurements of one test. ``measure`` runs the harness; ``record`` takes a
     Measurement made elsewhere (a pool, a script, a file)."""
 
-    def __init__(self, context: Any = None) -> None:
+    def __init__(self, context: Any = None, extension: Optional[Callable[[int], Any]] = None) -> None:
         self.context = context
         self.measurements: List[Measurement] = []
+        #: ``extension(index)``: the ``extend`` callback of the index-th measurement (None: the
+        #: measurement is not extended). The plugin sets it for tests with relative bounds.
+        self.extension = extension
 
     def record(self, measurement: Measurement) -> Measurement:
         if not isinstance(measurement, Measurement):
@@ -49,7 +52,9 @@ class Recorder:
         ``--jetson-duration`` overrides the length of every measurement: it replaces
         ``duration`` and ``iterations`` alike, so a whole suite can be shortened for a smoke run.
         Telemetry follows ``--jetson-telemetry`` (default auto; ``none`` disables it) unless
-        ``telemetry=`` is passed.
+        ``telemetry=`` is passed. A test with relative bounds may measure longer than ``duration``:
+        the gate extends a measurement whose comparison cannot decide yet (``gate.extend``), up to
+        its budget.
         """
         from .harness import measure
 
@@ -63,6 +68,8 @@ class Recorder:
             kw["telemetry_interval"] = getattr(settings, "telemetry_interval", None)
         env = environment_of(self.context, engine)
         env.update(kw.pop("environment", None) or {})
+        if self.extension is not None and "extend" not in kw:
+            kw["extend"] = self.extension(len(self.measurements))
         m = measure(engine, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
         return self.record(m)
 

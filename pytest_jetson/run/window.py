@@ -73,6 +73,18 @@ class MeasuredWindow:
         summary = getattr(self.sampler, "summary", None)
         return summary() if callable(summary) else summary
 
+    def peek(self, items: int) -> Any:
+        """The telemetry summary of the window so far, sampling going on (None without telemetry
+        or with a sampler that cannot tell before it stops)."""
+        peek = getattr(self.sampler, "peek", None) if self._open else None
+        if peek is None:
+            return None
+        try:
+            self.sampler.items = items
+        except AttributeError:
+            pass
+        return peek()
+
     def keep_series(self, extra: Dict[str, Any]) -> None:
         """The telemetry time series into ``extra`` (for the per-test timeline plot)."""
         series = getattr(self.sampler, "series", None) if self.sampler is not None else None

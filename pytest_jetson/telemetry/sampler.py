@@ -120,6 +120,8 @@ class Sampler:
         self._series: Optional[Series] = None
         self._summary: Optional[TelemetrySummary] = None
         self._running = False
+        #: virtual sampling: where the readings generated so far end (peek generates up to now)
+        self._generated: Optional[float] = None
 
     # -- time --------------------------------------------------------------------------------
     @property
@@ -212,7 +214,8 @@ class Sampler:
         self.end_time = self.now()
         if self.virtual:
             self.end_load(self.end_time)
-            readings = list(self.source.generate(self.start_time, self.end_time, self.interval))
+            self._generate(self.end_time, last=True)
+            readings = self._readings
         else:
             self._stop.set()
             if self._thread is not None:
@@ -279,6 +282,39 @@ class Sampler:
         for w in warns:
             warnings.warn(w, TelemetryWarning, stacklevel=3)
         return self
+
+    def _generate(self, until: float, last: bool = False) -> None:
+        """Virtual sampling: the readings from where the last call stopped to ``until``, on the
+        grid ``start + k * interval`` (and ``until`` itself when ``last``), so that a peek
+        mid-window and the final readings are one series, each instant drawn once."""
+        begin = self.start_time if self._generated is None else self._generated + self.interval
+        if last:
+            self._readings.extend(self.source.generate(begin, until, self.interval))
+            self._generated = until
+            return
+        n = int(math.floor((until - begin) / self.interval + 1e-9))
+        if n >= 0:
+            end = begin + n * self.interval
+            self._readings.extend(self.source.generate(begin, end, self.interval))
+            self._generated = end
+
+    def peek(self) -> TelemetrySummary:
+        """The summary of the window so far, while sampling goes on (for a measurement that
+        decides whether to extend itself). Warnings wait for the final summary."""
+        if not self._running:
+            return self.summary
+        end = self.now()
+        if self.virtual:
+            self._generate(end)
+        with self._lock:
+            readings = list(self._readings)
+        series = Series.from_readings(readings, clock="virtual" if self.virtual else "wall")
+        out = summarize(series, source=self.source.name, interval=self.interval, tried=self.tried,
+                        items=self.items, start=self.start_time, end=end,
+                        power_basis=getattr(self.source, "power_basis", None),
+                        memory_scope=getattr(self.source, "memory_scope", None))
+        out.series = series
+        return out
 
     def __enter__(self) -> "Sampler":
         return self.start()
