@@ -28,10 +28,19 @@ ABSOLUTE = {
 }
 
 
+# FCN_ResNet50 at batch 16 (about 0.9 s per batch on 8 GB) varies between seeds of the simulated
+# board by more than its 5% tolerances and the gate's run-to-run floor: with the shipped flags it
+# failed 3 of 100 unchanged runs alone (tests/benchmarks/test_bench_gate_suite.py), so the suite
+# stops at batch 8 there.
+MAX_BATCH = {"fcn_resnet50": 8}
+
+
 def _single_params():
     for model in MODELS:
         for precision in PRECISIONS:
             for batch in BATCHES:
+                if batch > MAX_BATCH.get(model, batch):
+                    continue
                 bounds = ABSOLUTE.get((model, precision, batch))
                 marks = [pytest.mark.perf(**bounds)] if bounds else []
                 yield pytest.param(model, precision, batch, marks=marks, id=f"{model}-{precision}-b{batch}")
