@@ -34,6 +34,9 @@ def _run(argv: Optional[List[str]] = None) -> int:
     rep = cal.report(fitted, cross=cross)
     if args.fit and args.write:
         cal.write(cal.to_json(fitted, rep))
+        # the in-sample figures stored are those of the constants as written (4 significant digits)
+        rep = cal.report(None, loso=rep["loso"])
+        cal.write(cal.to_json(fitted, rep))
         print(f"wrote {cal.K.CALIBRATION_PATH}", file=sys.stderr)
     print(cal.format_report(rep, verbose=not args.summary))
     if args.verbose:

@@ -46,6 +46,9 @@ class Param:
     hi: float
     scope: str = "global"   # "global" or an architecture
     why: str = ""
+    # a host-side cost that only shows once it outgrows the GPU's time: below that point the
+    # least-squares surface is flat, so the fit starts it from the best of a grid
+    grid: bool = False
 
 
 TIME_PARAMS: Tuple[Param, ...] = (
@@ -55,8 +58,11 @@ TIME_PARAMS: Tuple[Param, ...] = (
     Param("graph_kernel_frac", 0.1, 1.0, why="share of the per-kernel GPU cost left under a CUDA graph"),
     Param("conv_eff", 0.4, 1.0, why="a windowed convolution's efficiency on tensor cores relative to a plain GEMM"),
     Param("int8_factor", 0.5, 1.45, why="int8 tensor-core efficiency relative to fp16 (at most 1/tc_eff)"),
-    Param("launch_us", 1.0, 60.0, why="TensorRT's host enqueue per kernel on an A78AE core at 1.5 GHz"),
-    Param("sync_us", 5.0, 1000.0, why="one synchronous wait per inference (stream synchronize, wake-up)"),
+    Param("launch_us", 1.0, 60.0, why="TensorRT's host enqueue per kernel on an A78AE core at 1.5 GHz",
+          grid=True),
+    # a stream synchronize returns within tens of microseconds of the GPU's last kernel (spin or
+    # yield); more than that is the harness's own work, which belongs in its source's term
+    Param("sync_us", 5.0, 150.0, why="one synchronous wait per inference (stream synchronize, wake-up)"),
     Param("tc_eff", 0.3, 0.95, "volta", "fraction of tensor-core peak a large GEMM reaches on Volta"),
     Param("cuda_eff", 0.3, 0.95, "maxwell", "fraction of CUDA-core peak a large GEMM reaches on Maxwell"),
     Param("dla_eff", 0.05, 0.9, why="fraction of NVDLA's peak a convolution reaches"),
@@ -75,6 +81,14 @@ ORIN_NANO_IDLE_W = 3.52    # published board idle (VD_E, Orin Nano 8GB devkit, V
 
 #: Constants that differ by architecture (the rest are shared by every board).
 ARCH_KEYS = ("tc_eff", "cuda_eff", "tf32_factor")
+#: An architecture no row of a fit covers takes these constants from its nearest measured relative
+#: (in that order: Pascal inherits what Maxwell has, itself measured or inherited).
+DONORS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
+    ("volta", "ampere", ("tc_eff",)),
+    ("maxwell", "ampere", ("cuda_eff",)),
+    ("pascal", "maxwell", ("cuda_eff",)),
+    ("blackwell", "ampere", ("tc_eff", "tf32_factor", "cuda_eff")),
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +300,7 @@ class Fit:
     host_scale: Dict[str, float]
     notes: Dict[str, str] = field(default_factory=dict)
     rows: Dict[str, int] = field(default_factory=dict)   # rows each fitted group saw
+    inherited: Dict[str, str] = field(default_factory=dict)  # architecture -> the one it took constants from
 
 
 def _start() -> Fit:
@@ -397,9 +412,20 @@ def _fit_group(fit: Fit, rows: List[Case], params: Sequence[Param], nuisance: Se
         err = np.where(np.isfinite(err), err, 10.0)
         return np.concatenate([err, (z - z_prior) / sigma])
 
-    # A source's host term acts only once its host work outgrows the GPU's: start each from the
-    # best of a grid (the least-squares surface is flat below that point).
+    # Host terms act only once the host's work outgrows the GPU's: start each from the best of a
+    # grid (the least-squares surface is flat below that point).
     apply(z0)
+    for k, p in enumerate(params):
+        if p.grid and p.scope == "global":
+            best_v, best_err = fit.c[p.name], np.inf
+            for g in np.exp(np.linspace(np.log(p.lo * 1.01), np.log(p.hi * 0.99), 25)):
+                fit.c[p.name] = float(g)
+                e = np.log(np.maximum(batch.evaluate(fit.c, fit.arch, fit.host_scale), 1e-30) / obs)
+                e = float(np.sum(np.where(np.isfinite(e), e, 10.0) ** 2))
+                if e < best_err:
+                    best_v, best_err = float(g), e
+            fit.c[p.name] = best_v
+            start[k] = best_v
     grid = np.exp(np.linspace(np.log(NUISANCE[0] * 1.01), np.log(NUISANCE[1] * 0.99), 25))
     for s in nuisance:
         mine = [i for i, c in enumerate(rows) if c.source == s]
@@ -460,6 +486,13 @@ def fit(train: Optional[List[Case]] = None) -> Fit:
         fitted = _fit_group(f, time_rows, params, nuisance)
         _direct(f, train)
     f.rows["time"] = len(time_rows)
+    measured = {_prepare(c).hw.arch for c in time_rows} | ({"ampere"} if f.notes.get("ampere.tc_eff") else set())
+    f.inherited = {}
+    for arch, donor, names in DONORS:
+        if arch not in measured:
+            for name in names:
+                f.arch[arch][name] = f.arch[donor][name]
+            f.inherited[arch] = donor
     power_rows = [c for c in train if c.group == "power"]
     if len(power_rows) > len(POWER_PARAMS):
         fitted += _fit_group(f, power_rows, POWER_PARAMS, [])
@@ -634,8 +667,9 @@ def to_json(f: Fit, rep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
             data["arch"].setdefault("ampere", {})[name] = {"value": float(f"{f.arch['ampere'][name]:.4g}"),
                                                            "fitted_to": note}
     # boards no published row covers take their nearest relative's values
-    for arch, donor, names in (("pascal", "maxwell", ("cuda_eff",)),
-                               ("blackwell", "ampere", ("tc_eff", "tf32_factor", "cuda_eff"))):
+    for arch, donor, names in DONORS:
+        if arch not in f.inherited:
+            continue
         for name in names:
             data["arch"].setdefault(arch, {})[name] = {
                 "value": float(f"{f.arch[donor][name]:.4g}"),

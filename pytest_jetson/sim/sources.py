@@ -63,6 +63,8 @@ LEFT_OUT: Dict[str, str] = {
     "RFDETR": "RF-DETR is not in the zoo (and Jetson Thor has no other published row to check it by)",
     "TAYAL": "PyTorch eager on the CUDA cores, not a TensorRT engine",
     "FORUM_AGX_PWR": "a GPU stress test of unstated kind (not a network), read on the GPU rail alone",
+    "29": "the source disagrees with itself: torch2trt's benchmarks/JETSON_XAVIER.md gives densenet121 76.6 "
+          "FPS (13 ms), the same commit's README summary table 168 FPS for the same run; neither is used",
     "1007": "SSD-MobileNet-v1 is not in the zoo",
     "1008": "SSD-MobileNet-v1 is not in the zoo",
     "1011": "the MaxQ offline run's accelerators and DLA clock are not stated (the clocks quoted are the "
