@@ -116,6 +116,25 @@ def test_cross_validation_leaves_each_source_out(monkeypatch):
     assert set(loso) == {c.id for c in cs if c.group in ("time", "power")}
 
 
+def test_an_architecture_a_fit_never_saw_takes_its_nearest_measured_relatives_constants():
+    """Held out, AGX Xavier's only source leaves Volta without rows: its tensor-core efficiency is
+    Ampere's measured one, not the starting guess; the full fit measures Volta's own."""
+    cs = [c for c in sources.cases()[0] if c.source in ("T2T_XAV", "VD_G", "VD_E", "YOLOQAT")]
+    without = calibrate.fit([c for c in cs if c.source != "T2T_XAV"])
+    assert without.inherited["volta"] == "ampere"
+    assert without.arch["volta"]["tc_eff"] == without.arch["ampere"]["tc_eff"]
+    assert without.arch["volta"]["tc_eff"] != constants.ARCH_DEFAULTS["tc_eff"]
+    shipped = json.loads(constants.CALIBRATION_PATH.read_text())["arch"]
+    assert shipped["volta"]["tc_eff"]["fitted_to"].startswith("fitted")
+    assert shipped["pascal"]["cuda_eff"]["fitted_to"] == "inherited from maxwell: no published pascal row"
+
+
+def test_a_source_that_contradicts_itself_is_left_out_with_both_figures():
+    _, skipped = sources.cases()
+    why = {str(row["id"]): reason for row, reason in skipped}
+    assert "76.6" in why["29"] and "168" in why["29"]
+
+
 def test_the_gemm_microbenchmarks_set_the_efficiencies_directly():
     cs, _ = sources.cases()
     gemm = {c.precision: c for c in cs if c.metric == "roof_gemm"}
