@@ -151,7 +151,9 @@ def test_on_a_host_the_engine_is_simulated_on_the_sessions_clock(host):
             assert m.telemetry.source == "simulated" and m.power > 0
             assert m.environment["precision"] == "int8" and m.environment["simulated"] is True
             benchmark(engine.infer, 8)
-            assert benchmark.stats.stats.mean == pytest.approx(engine.prediction.latency, rel=0.05)
+            # the median: one of the simulated board's rare 1.5-4x outliers among ~50 rounds moves
+            # the mean by several percent
+            assert benchmark.stats.stats.median == pytest.approx(engine.prediction.latency, rel=0.05)
         """
     )
     host.runpytest("--benchmark-max-time", "0.5").assert_outcomes(passed=1)

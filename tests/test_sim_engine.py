@@ -45,10 +45,10 @@ def test_int8_engine_keeps_in_fp16_what_tensorrt_keeps_and_adds_reformats():
     assert plan(w, "int8").n > plan(w, "fp16").n
 
 
-def test_resnet50_int8_keeps_its_classifier_in_fp16():
+def test_resnet50_int8_runs_its_classifier_quantized():
     e = plan(load("resnet50"), "int8")
     gemm = _kinds(e, "gemm")
-    assert e.prec[gemm].tolist() == [P["fp16"]]
+    assert e.prec[gemm].tolist() == [P["int8"]]
     assert np.sum(e.prec[_kinds(e, "conv")] == P["int8"]) == 53
 
 
@@ -75,6 +75,21 @@ def test_thin_convolutions_pay_for_padded_tiles_and_short_reductions():
     # 16 channels fill a 32-wide tile at least, and reduce over 144 values only
     assert per_mac[16] > 1.8 * per_mac[32] > per_mac[64] > per_mac[256]
     assert per_mac[16] > 3 * per_mac[256]
+
+
+def test_an_image_stem_pays_for_four_channels_so_int8_is_never_dearer_than_fp16():
+    def stem_cycles(channels, precision):
+        net = Net("stem", (channels, 224, 224), structure=True)
+        y = net.conv(net.input, 64, 7, 2, 3, name="stem")
+        net.output(net.conv(y, 64, 1, 1, 0, name="head"))  # the stem is no head: it runs quantized
+        e = plan(load(analyze(net.model())), precision)
+        stem = np.flatnonzero(e.source >= 0)[0]
+        assert e.prec[stem] == P[precision]
+        return float(gpu_costs(e, "ampere", 8, True, 1, constants.constants("ampere")).a[stem])
+
+    # padded to the full vector width, int8's 3 channels would pay for 16 (5.3x) and fp16's for 8
+    assert stem_cycles(3, "int8") < stem_cycles(3, "fp16") == stem_cycles(4, "fp16")
+    assert stem_cycles(3, "int8") == stem_cycles(4, "int8")
 
 
 def test_a_depthwise_convolution_runs_on_cuda_cores_far_below_a_dense_ones_rate():

@@ -52,9 +52,8 @@ def test_seeds_memory_is_processes_times_model_plus_two_batches():
     p = mem(8, 1)
     io_per_batch = 2 * 8 * (3 * 224 * 224 + 1000) * 4
     assert p.breakdown["io"] == pytest.approx(io_per_batch)
-    # ~23.5 M conv parameters at 1 byte, the 2.05 M of the classifier (an output head, kept in
-    # fp16 by TensorRT) at 2
-    assert p.breakdown["weights"] == pytest.approx(23.5e6 + 2 * 2.05e6, rel=0.02)
+    # ~23.5 M conv parameters and the 2.05 M of the classifier, all quantized: 1 byte each
+    assert p.breakdown["weights"] == pytest.approx(23.5e6 + 2.05e6, rel=0.02)
 
 
 def test_seeds_int8_needs_less_energy_per_image_than_fp16_and_tf32():

@@ -8,15 +8,16 @@ DRAM and writes its output there. The achieved rate depends on the kernel's clas
 * convolutions and matrix products (tensor cores where the precision has them, else CUDA cores):
   the peak times ``tc_eff`` (``cuda_eff``; ``tf32_factor`` and ``int8_factor`` for TF32 and int8
   relative to fp16), ``conv_eff`` for a convolution with a window on tensor cores (an implicit GEMM
-  gathering its operands, against a plain GEMM or 1x1 convolution), ``K / (K + k0)`` for the reduction length K, k0 being ``conv_k0`` scaled by the unit's rate relative
-  to fp16 tensor cores (the loop's fixed cost per tile is cycles: a slower unit hides it sooner)
-  (a short reduction cannot hide its operand loads: a 1x1 conv over 16 channels runs far below a
-  3x3 over 256), with input channels padded to the tensor cores' vector width (a 3-channel image
-  pays for 8 in fp16, 16 in int8), and the output tile (``TILES_TC``) that finishes first after
-  padding, operand reuse and wave quantisation over the SMs (a 16-channel conv still fills a
-  32-wide tile; a 7x7 feature map at batch 1 leaves SMs idle; a batch-1 fully connected layer
-  takes a thin tile and is bound by reading its weights). The stride enters
-  through the output size and the whole input each kernel reads;
+  gathering its operands, against a plain GEMM or 1x1 convolution), and ``K / (K + k0)`` for the
+  reduction length K, k0 being ``conv_k0`` scaled by the unit's rate relative to fp16 tensor cores
+  (the loop's fixed cost per tile is cycles, so the faster unit needs the longer K to hide it: a
+  1x1 conv over 16 channels runs far below a 3x3 over 256). Input channels are padded to the
+  tensor cores' vector width (8 in fp16, 16 in int8), except that a 3- or 4-channel image at a
+  network's stem takes TensorRT's 4-wide vector format and pays for 4. The output tile is the one
+  that finishes first after padding, operand reuse and wave quantisation over the SMs (a
+  16-channel conv still fills a 32-wide tile; a 7x7 feature map at batch 1 leaves SMs idle; a
+  batch-1 fully connected layer takes a thin tile and is bound by reading its weights). The stride
+  enters through the output size and the whole input each kernel reads;
 * depthwise and thin grouped convolutions: CUDA cores at ``dw_eff``;
 * elementwise, pooling, concat, resize, softmax, reformats and operators without a model:
   streaming kernels, bound by DRAM at the achieved fraction ``mem_eff`` (their few operations on
@@ -111,7 +112,9 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     on_tc = dense & (tc > 0)
 
     # Convolutions and matrix products: padded reduction, best tile, K saturation.
-    align = np.where(on_tc, ALIGN[prec], 1.0)
+    # A 3- or 4-channel input (the image at a network's stem) takes TensorRT's 4-wide vector format
+    # (kCHW4) and its first-layer kernels: padding it to 16 would make int8's stem dearer than fp16's.
+    align = np.where(on_tc, np.where(e.cin_g <= 4, np.minimum(ALIGN[prec], 4.0), ALIGN[prec]), 1.0)
     window = np.maximum(e.k_red / np.maximum(e.cin_g, 1.0), 1.0)
     k_pad = np.where(kind == KIND["conv"], np.ceil(e.cin_g / align) * align * window,
                      np.ceil(e.k_red / align) * align)

@@ -7,8 +7,10 @@ What TensorRT does, as the plan models it:
   nothing (its producers write straight into their slice of the output: concat elimination).
 * Quantized engines (int8, fp8, fp4) run convolutions, matrix products and pools quantized, and
   keep in fp16 what TensorRT keeps in fp16: stand-alone elementwise and activation layers,
-  resizes, softmax, and the detection/classification heads (the last convolutions before an
-  output). A concatenation is still eliminated when its inputs share a format; one that joins
+  resizes, softmax, and a detector's heads (the last convolutions before an output, which
+  quantization recipes leave unquantized for the boxes' sake). A classifier's fully connected
+  layer runs quantized, as MLPerf's ResNet-50 engines and TensorRT's own int8 calibration run it:
+  at batch 1 it is bound by reading its weights, half the bytes in int8. A concatenation is still eliminated when its inputs share a format; one that joins
   fp16 and int8 tensors (an upsampled branch beside a convolution's output) becomes a copy into
   fp16.
 * A convolution, matrix product or pool reads its input only in its own format: where a tensor
@@ -93,7 +95,7 @@ def plan(w: Workload, precision: str) -> Engine:
     concat = np.array([k == KIND["concat"] and op == "Concat" for k, op in zip(kind, w.op)], bool)
     concat_free = concat.copy()
     if quant:
-        keep16 = np.isin(kind, [KIND["elementwise"], KIND["resize"], KIND["softmax"], KIND["other"]]) | _heads(w)
+        keep16 = np.isin(kind, [KIND["elementwise"], KIND["resize"], KIND["softmax"], KIND["other"]]) | (_heads(w) & (kind != KIND["gemm"]))
         prec = np.where(keep16, P["fp16"], prec)
         # A concat is eliminated when its inputs share one format (its producers write their slices);
         # where they do not (an fp16 resize beside an int8 conv), it is a real copy into fp16.
