@@ -535,7 +535,7 @@ def _short_run(suite, monkeypatch, wanted, *args, extra=""):
         if wanted(m, verdicts["latency_mean"]):
             return r, m, verdicts
         seen.append((slower, verdicts["latency_mean"]["reason"], m["extra"].get("looks")))
-    pytest.fail("no slowdown between 3% and 6% gave the run wanted: %r" % seen)
+    pytest.fail(f"no slowdown between 3% and 6% gave the run wanted: {seen!r}")
 
 
 def test_an_undecided_comparison_extends_its_measurement_until_it_decides(suite, monkeypatch):
