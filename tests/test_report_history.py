@@ -43,6 +43,17 @@ def test_benjamini_hochberg():
     assert trend.benjamini_hochberg([], 0.05) == []
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), max_size=30), st.integers(0, 20), st.sampled_from([0.01, 0.05, 0.2]))
+def test_benjamini_hochberg_discoveries_are_the_step_up_procedures(pvalues, extra, q):
+    # the textbook step-up: reject the r smallest, r the largest rank with p_(r) <= q r / m
+    m = len(pvalues) + extra
+    ranked = sorted(pvalues)
+    r = max([k for k in range(1, len(ranked) + 1) if ranked[k - 1] <= q * k / m], default=0)
+    expected = [p <= ranked[r - 1] if r else False for p in pvalues]
+    assert trend.benjamini_hochberg(pvalues, q, tests=m) == expected
+
+
 def test_mann_kendall_counts_pairs_and_ties():
     s, var, tau, p = trend.mann_kendall([1, 2, 3, 4, 5, 6])
     assert s == 15 and tau == 1.0 and var == pytest.approx(6 * 5 * 17 / 18)

@@ -101,15 +101,17 @@ def holm(pvalues: Sequence[float]) -> List[float]:
     return out
 
 
-def benjamini_hochberg(pvalues: Sequence[float]) -> List[float]:
-    """Benjamini-Hochberg adjusted p-values (false discovery rate), in the input order."""
+def benjamini_hochberg(pvalues: Sequence[float], tests: Optional[int] = None) -> List[float]:
+    """Benjamini-Hochberg adjusted p-values (false discovery rate), in the input order, among
+    ``tests`` hypotheses (default: as many as p-values; more when only the smallest were kept)."""
     n = len(pvalues)
+    m = max(tests or 0, n)
     order = sorted(range(n), key=lambda i: pvalues[i], reverse=True)
     out = [0.0] * n
     running = 1.0
     for k, i in enumerate(order):
         rank = n - k
-        running = min(running, pvalues[i] * n / rank)
+        running = min(running, pvalues[i] * m / rank)
         out[i] = min(1.0, running)
     return out
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import List, Optional, Sequence, Tuple
 
+from ..gate import family
 from ..gate.stats import t_sf
 
 
@@ -49,14 +50,9 @@ def student(a: Sequence[float], b: Sequence[float]) -> Tuple[float, float]:
 def benjamini_hochberg(pvalues: Sequence[float], q: float, tests: Optional[int] = None) -> List[bool]:
     """Which of ``pvalues`` are discoveries at false discovery rate ``q``, among ``tests``
     hypotheses (default: as many as p-values; more when only the smallest were kept)."""
-    m = max(tests or 0, len(pvalues))
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    cut = -1
-    for rank, i in enumerate(order, 1):
-        if pvalues[i] <= q * rank / m:
-            cut = rank
-    keep = set(order[:cut]) if cut > 0 else set()
-    return [i in keep for i in range(len(pvalues))]
+    # an adjusted p-value at most q is the step-up procedure's discovery; the margin keeps p = q r/m
+    # a discovery whichever way the product rounds
+    return [p <= q * (1.0 + 1e-12) for p in family.benjamini_hochberg(pvalues, tests)]
 
 
 # -- change points -------------------------------------------------------------------------------
