@@ -139,3 +139,24 @@ def test_sampler_on_sysfs_reads_changing_files(tmp_path):
 def test_the_class_probe_says_why_for_a_root(tmp_path):
     assert SysfsSource.probe(str(tree("agx-thor-jp70"))) is None
     assert "no INA3221/INA238 power monitor" in SysfsSource.probe(str(tmp_path))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_files_stay_open_between_samples_and_close_on_stop():
+    from pytest_jetson.telemetry.host import HostSource
+
+    def open_fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    sources = [SysfsSource(root=str(tree(ALL[0]))), HostSource()]
+    for src in sources:
+        src.read(1.0)
+    held = open_fds()
+    assert held > before + 2  # the rails, clocks, zones and the stat file, kept for the next sample
+    for src in sources:
+        src.read(2.0)
+    assert open_fds() == held  # read again in place, not reopened
+    for src in sources:
+        src.stop()
+    assert open_fds() == before

@@ -10,6 +10,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from .base import Reading, Source
+from .openfiles import OpenFiles
 
 CHILD_REFRESH_S = 1.0
 
@@ -49,19 +50,10 @@ class HostSource(Source):
         self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self._procfs = os.path.exists(f"/proc/{self.pid}/stat")
         self._psutil: Dict[int, object] = {}
-        self._fds: Dict[int, int] = {}
-
-    def _close(self, pid: int) -> None:
-        fd = self._fds.pop(pid, None)
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._open = OpenFiles()  # /proc/<pid>/stat by pid
 
     def stop(self) -> None:
-        for pid in list(self._fds):
-            self._close(pid)
+        self._open.close_all()
 
     def start(self, interval: float) -> None:
         self._last, self._last_t = {}, None
@@ -81,8 +73,8 @@ class HostSource(Source):
                 tree.extend(kids)
                 todo.extend(kids)
             else:
-                for gone in set(self._fds) - set(tree):
-                    self._close(gone)
+                for gone in set(self._open.keys()) - set(tree):
+                    self._open.close(gone)
                 self._tree = tree
                 return
         import psutil
@@ -96,18 +88,10 @@ class HostSource(Source):
     # -- one process -----------------------------------------------------------------------
     def _read_proc(self, pid: int) -> Optional[Tuple[float, float]]:
         """(cpu seconds, rss bytes) of one process, None when it is gone."""
-        # The stat file stays open: pread at offset 0 regenerates it, saving two syscalls a
-        # sample, which is most of this source's cost at 100 Hz.
-        fd = self._fds.get(pid)
-        try:
-            if fd is None:
-                fd = self._fds[pid] = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-            stat = os.pread(fd, 4096, 0)
-        except OSError:
-            self._close(pid)
-            return None
+        # The stat file stays open: an open and a close a sample are most of this source's cost
+        stat = self._open.pread(pid, f"/proc/{pid}/stat", 4096)
         if not stat:
-            self._close(pid)
+            self._open.close(pid)
             return None
         # Field 2 (comm) may hold spaces; fields after the last ')' are fixed.
         fields = stat[stat.rfind(b")") + 2:].split()

@@ -29,6 +29,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..devices.detect import gpu_devfreq_dirs, system_root
 from .base import Reading, Source
+from .openfiles import OpenFiles
 from .tegrastats import BOARD_RAILS, IGNORED_SENSORS, UNCONNECTED_RAILS
 
 #: GPU load files by board generation (NVIDIA's and jetson-stats' paths), tried after the GPU
@@ -277,38 +278,17 @@ class SysfsSource(Source):
         self.files: Optional[BoardFiles] = None
         self.power_basis: Optional[str] = None
         self._cpu_last: Optional[Tuple[int, int]] = None
-        #: Files kept open between samples and read again from offset 0, as sysfs and procfs
-        #: allow: opening ~20 files at 100 Hz would cost more than reading them.
-        self._fds: Dict[str, int] = {}
+        self._open = OpenFiles()
         self._meminfo = str(self.root / "proc/meminfo")
         self._slow_at: Optional[float] = None
         self._stat = str(self.root / "proc/stat")
 
     def _read(self, path: str, limit: int = 64) -> Optional[str]:
-        fd = self._fds.get(path)
-        if fd is None:
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            except OSError:
-                return None
-            self._fds[path] = fd
-        try:
-            return os.pread(fd, limit, 0).decode("ascii", errors="replace").strip()
-        except OSError:
-            self._close(path)
-            return None
-
-    def _close(self, path: str) -> None:
-        fd = self._fds.pop(path, None)
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        data = self._open.pread(path, path, limit, os.O_RDONLY | os.O_NONBLOCK)
+        return None if data is None else data.decode("ascii", errors="replace").strip()
 
     def stop(self) -> None:
-        for path in list(self._fds):
-            self._close(path)
+        self._open.close_all()
 
     def _discover(self) -> BoardFiles:
         if self.files is None:
