@@ -10,9 +10,9 @@ What TensorRT does, as the plan models it:
   resizes, softmax, and a detector's heads (the last convolutions before an output, which
   quantization recipes leave unquantized for the boxes' sake). A classifier's fully connected
   layer runs quantized, as MLPerf's ResNet-50 engines and TensorRT's own int8 calibration run it:
-  at batch 1 it is bound by reading its weights, half the bytes in int8. A concatenation is still eliminated when its inputs share a format; one that joins
-  fp16 and int8 tensors (an upsampled branch beside a convolution's output) becomes a copy into
-  fp16.
+  at batch 1 it is bound by reading its weights, half the bytes in int8. A concatenation is
+  still eliminated when its inputs share a format; one that joins fp16 and int8 tensors (an
+  upsampled branch beside a convolution's output) becomes a copy into fp16.
 * A convolution, matrix product or pool reads its input only in its own format: where a tensor
   arrives in another precision, a reformat kernel converts it first. Streaming kernels
   (elementwise, concat, resize...) convert while they read.
