@@ -189,6 +189,16 @@ def test_sweep_command_takes_a_harness_and_the_fastest_mode(capsys):
     assert "MODE_20W_6CORE" in out and "harness trtexec-gpu" in out
     assert sweep_main(["--device", "orin-nano", "--model", "resnet18", "--harness", "nsys"]) == 2
     assert "harness 'nsys' is unknown" in capsys.readouterr().err
+    assert sweep_main(["--device", "orin-nano", "--model", "resnet18", "--harness", "trtexex"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'trtexec'?" in err and max(len(line) for line in err.splitlines()) <= 100
+
+
+def test_sweep_command_names_its_own_option_for_a_mode_the_board_lacks(capsys):
+    assert sweep_main(["--device", "orin-nano", "--model", "resnet18", "--power-modes", "15W,MAXN"]) == 2
+    err = capsys.readouterr().err
+    assert "'MAXN' does not exist on Jetson Orin Nano 8GB; its modes are: 15W (id 0), 7W (id 1)" in err
+    assert "Pass one of them to --power-modes" in err and "--jetson-power-mode" not in err
 
 
 def test_sweep_command_errors_are_messages_not_tracebacks(capsys, tmp_path):

@@ -94,6 +94,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         modes: Any = None
         if args.power_modes:
             modes = "all" if args.power_modes.strip().lower() == "all" else _split(args.power_modes)
+        if isinstance(modes, list):  # an unknown mode's error names this command's option
+            from ..devices import registry
+
+            profile = registry.get(args.device)
+            modes = [profile.power_mode(m, option="--power-modes") for m in modes]
         res = sweep(args.device, args.model, precisions=_split(args.precision),
                     batches=_ints(args.batch, "batch"), processes=_ints(args.processes, "processes"),
                     power_modes=modes, accelerators=_split(args.accelerator), harness=args.harness,

@@ -91,9 +91,10 @@ class Profile:
                     (m.cpu_online or 0) * (m.cpu_max_mhz or 0.0), m.budget_w is None, m.budget_w or 0.0)
         return max(self.power_modes, key=rank)
 
-    def power_mode(self, name_or_id: Any = None) -> PowerMode:
+    def power_mode(self, name_or_id: Any = None, option: str = "--jetson-power-mode") -> PowerMode:
         """A power mode by name (case-insensitive) or nvpmodel id; None gives the default mode and
-        ``"fastest"`` the highest-clock mode (``fastest_mode``)."""
+        ``"fastest"`` the highest-clock mode (``fastest_mode``). An unknown one is a ConfigError
+        listing the board's modes and naming ``option``, where the user asked for it."""
         if name_or_id is None or name_or_id == "":
             name_or_id = self.default_power_mode
         key = str(name_or_id).strip()
@@ -115,7 +116,7 @@ class Profile:
         )
         raise ConfigError(
             f"power mode {name_or_id!r} does not exist on {self.name}; its modes are: {listing}. "
-            f"Pass one of them to --jetson-power-mode (by name or nvpmodel id), or 'fastest' for "
+            f"Pass one of them to {option} (by name or nvpmodel id), or 'fastest' for "
             f"{self.fastest_mode.name}."
         )
 

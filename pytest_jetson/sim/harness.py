@@ -19,6 +19,8 @@ an inference it pays for:
   default, which trtexec and most applications keep; this plugin's TensorRT backend clears it).
 """
 
+import difflib
+import textwrap
 from dataclasses import dataclass
 from typing import Dict, Optional
 
@@ -77,8 +79,12 @@ def get(name: Optional[str]) -> Harness:
     key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
     key = _ALIASES.get(key, key)
     if key not in HARNESSES:
-        listing = "; ".join(f"{h.name} ({h.description})" for h in HARNESSES.values())
-        raise ConfigError(f"harness {name!r} is unknown; choose one of: {listing}")
+        close = difflib.get_close_matches(key, list(HARNESSES) + list(_ALIASES), n=1, cutoff=0.6)
+        hint = f" (did you mean {_ALIASES.get(close[0], close[0])!r}?)" if close else ""
+        listing = "\n".join(textwrap.fill(h.description, 100, initial_indent=f"  {h.name:<12} ",
+                                           subsequent_indent=" " * 15, break_on_hyphens=False)
+                             for h in HARNESSES.values())
+        raise ConfigError(f"harness {name!r} is unknown{hint}; choose one of:\n{listing}")
     return HARNESSES[key]
 
 
