@@ -165,6 +165,27 @@ def test_calibrate_command_prints_rows_the_error_tables_and_the_harnesses(capsys
     assert max(len(line) for line in out.splitlines()) <= 100
 
 
+@pytest.mark.parametrize("name", ["published.json", "published_more.json", "seeds.json"])
+@pytest.mark.parametrize("content, why", [
+    (None, "is missing"),
+    ("{not json", "cannot be read"),
+    ('{"about": "rows went missing"}', "has no"),
+])
+def test_a_missing_or_malformed_published_file_is_a_message_naming_it(tmp_path, monkeypatch, capsys,
+                                                                         name, content, why):
+    for other in (*sources.FILES, "seeds.json"):
+        (tmp_path / other).write_bytes((sources.DATA / other).read_bytes())
+    if content is None:
+        (tmp_path / name).unlink()
+    else:
+        (tmp_path / name).write_text(content)
+    monkeypatch.setattr(sources, "DATA", tmp_path)
+    assert calibrate_main(["--report", "--summary"]) == 2
+    captured = capsys.readouterr()
+    assert f"published results file {tmp_path / name} {why}" in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
 def test_calibrate_verbose_lists_what_it_leaves_out(capsys):
     assert calibrate_main(["--report", "--summary", "--verbose"]) == 0
     out = capsys.readouterr().out

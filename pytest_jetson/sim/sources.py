@@ -108,7 +108,7 @@ class Case:
         return f"{self.device} {mode} {self.model} {self.precision} b{self.batch}"
 
 
-def _read(name: str) -> Dict[str, Any]:
+def _read(name: str, key: str = "results") -> Dict[str, Any]:
     path = DATA / name
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -117,8 +117,8 @@ def _read(name: str) -> Dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise SimulationError(f"published results file {path} cannot be read ({exc}); reinstall "
                               "pytest-jetson or restore the file") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise SimulationError(f"published results file {path} has no 'results' list; restore the file")
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise SimulationError(f"published results file {path} has no {key!r} list; restore the file")
     return data
 
 
@@ -273,7 +273,7 @@ def _micro(row: Dict[str, Any], base: Dict[str, Any]) -> Tuple[Optional[Case], s
 
 
 def seeds() -> Dict[str, Any]:
-    return json.loads((DATA / "seeds.json").read_text(encoding="utf-8"))
+    return _read("seeds.json", "targets")
 
 
 def cases() -> Tuple[List[Case], List[Tuple[Dict[str, Any], str]]]:
