@@ -592,3 +592,31 @@ def test_keys_do_not_depend_on_the_rootdir_pytest_picked(suite):
     r = run(suite, "--rootdir", str(sub), str(sub), "--jetson-missing-baseline=fail")
     r.assert_outcomes(passed=2)
     assert not (sub / "baselines").exists()
+
+
+MANY = '''
+import pytest
+
+@pytest.mark.perf(latency_mean="3%", throughput="3%")
+@pytest.mark.parametrize("batch", [1, 2, 3, 4, 5, 6])
+def test_many(trt_engine, perf, batch):
+    perf.measure(trt_engine("resnet18", precision="fp16", batch=batch), duration="0.1s")
+'''
+
+
+def test_re_recording_a_changed_model_is_not_read_as_board_noise(suite, monkeypatch):
+    """Re-recording after a change compares new figures with the entries they replace: their
+    differences are the change, so the session must not report them as the board's run-to-run
+    spread. The same change in a gating run is reported."""
+    suite.makeconftest(SLOWER_CONFTEST)
+    suite.makepyfile(test_many=MANY)
+    monkeypatch.setenv("SLOWER", "1")
+    run(suite, "--jetson-update-baselines").assert_outcomes(passed=6)
+    monkeypatch.setenv("SLOWER", "1.25")
+    gating = run(suite, "--jetson-inconclusive=pass")
+    assert "run-to-run spread on this board" in words(gating)
+    for mode in ("all", "force"):
+        r = run(suite, f"--jetson-update-baselines={mode}")
+        r.assert_outcomes(passed=6)
+        assert "run-to-run spread" not in words(r), mode
+        monkeypatch.setenv("SLOWER", "1.5" if mode == "all" else "1.8")

@@ -278,12 +278,15 @@ class GateSession:
 
     def diagnosis(self) -> List[str]:
         """What this session's comparisons say about the gate's own assumptions: a board noisier
-        between runs than the floors assume, more comparisons than were counted, baselines kept
-        outside the project."""
+        between runs than the floors assume (not when re-recording), more comparisons than were
+        counted, baselines kept outside the project."""
         lines: List[str] = []
-        rows = [(v.metric, v.log_worse, v.within_se) for r in self.results for v in r.verdicts
-                if v.kind == "relative" and v.log_worse is not None and v.within_se is not None]
-        lines += noisier_than_assumed(excess_spread(rows))
+        # A session that re-records compares new figures with the entries they replace, usually
+        # because the code changed: those differences are the change, not the board's noise.
+        if self.settings.update_baselines not in ("all", "force"):
+            rows = [(v.metric, v.log_worse, v.within_se) for r in self.results for v in r.verdicts
+                    if v.kind == "relative" and v.log_worse is not None and v.within_se is not None]
+            lines += noisier_than_assumed(excess_spread(rows))
         if self.family is not None:
             made = sum(1 for r in self.results for v in r.verdicts
                        if v.kind == "relative" and v.reason not in ("no_baseline", "cannot_check"))
