@@ -64,6 +64,85 @@ def test_parent_stopped_at_random_moments(tmp_path, sig):
         assert result["left"] == [], result
 
 
+def test_parent_killed_as_the_first_worker_starts_a_child_while_others_still_spawn(tmp_path):
+    """The parent spawns 8 workers one after another; the first may open its engine (and start a
+    child) before the parent has read a word from it. Killed at that moment, the parent must
+    already have named that worker to its reaper."""
+    import time
+
+    proc, token = start_parent(tmp_path, {"child": True}, processes=8)
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        children = [p for p in marked(token) if "time.sleep(600)" in " ".join(_cmdline(p))]
+        if children:
+            break
+        time.sleep(0.002)
+    assert children, "no worker started its child"
+    result = signal_and_count(proc, token, signal.SIGKILL)
+    assert result["left"] == [], result
+
+
+def _cmdline(p):
+    try:
+        return p.cmdline()
+    except Exception:
+        return []
+
+
+def test_the_reaper_ends_a_named_worker_and_its_group_when_the_parent_dies():
+    """Straight through the reaper: one worker that leads its group and has a child, one that
+    never got as far as its group; the pipe closes; both and the child are gone."""
+    import multiprocessing
+    import subprocess
+    import time
+
+    lead = subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys, time; os.setpgid(0, 0); "
+                             "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+                             "print('ready', flush=True); time.sleep(600)"], stdout=subprocess.PIPE)
+    assert lead.stdout.readline().strip() == b"ready"
+    early = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        receiver, sender = ctx.Pipe(duplex=False)
+        reaper = ctx.Process(target=pool_reaper.main, args=(receiver,), daemon=True)
+        reaper.start()
+        receiver.close()
+        sender.send(("worker", lead.pid))
+        sender.send(("worker", early.pid))
+        started = time.monotonic()
+        sender.close()  # the parent died
+        reaper.join(10)
+        assert reaper.exitcode == 0
+        assert lead.wait(5) == -signal.SIGKILL and early.wait(5) == -signal.SIGKILL
+        assert time.monotonic() - started < 5
+        assert _live_in_group(lead.pid, wait=5.0) == []  # the worker's child went with it
+    finally:
+        pool_reaper.kill_group(lead.pid)
+        for p in (lead, early):
+            p.kill()
+            p.wait(5)
+
+
+def _live_in_group(pgid, wait):
+    """Processes of group ``pgid`` that are still running (zombies waiting for init do not count)."""
+    import time
+
+    import psutil
+
+    end = time.monotonic() + wait
+    while True:
+        live = []
+        for p in psutil.process_iter(["pid"]):
+            try:
+                if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                    live.append(p.pid)
+            except (psutil.Error, OSError):
+                continue
+        if not live or time.monotonic() > end:
+            return live
+        time.sleep(0.05)
+
+
 def test_a_worker_leads_its_own_group_and_is_bound_to_its_parent(monkeypatch):
     monkeypatch.setenv(MARKER, "groups")
     seen = {}

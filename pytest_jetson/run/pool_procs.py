@@ -131,6 +131,13 @@ class ProcessPool:
         receiver.close()  # the parent keeps the only write end: its death closes the pipe
         self._reaper_conn = sender
 
+    def _name_to_reaper(self, pid: int) -> None:
+        if self._reaper_conn is not None:
+            try:
+                self._reaper_conn.send(("worker", int(pid)))
+            except (OSError, ValueError):
+                pass
+
     def _stop_reaper(self) -> None:
         conn, self._reaper_conn = self._reaper_conn, None
         if conn is not None:
@@ -171,6 +178,7 @@ class ProcessPool:
             with _lean_main():
                 process.start()
             state.extra["pid"] = process.pid
+            self._name_to_reaper(process.pid)
             # the child holds its own copy; closing ours lets recv() see EOF when it dies
             sender.close()
 
@@ -236,11 +244,6 @@ class ProcessPool:
             if pgid is not None and pgid == payload.get("pid"):
                 # the worker leads its group: from now on the group is what gets stopped
                 w.extra["pgid"] = int(pgid)
-                if self._reaper_conn is not None:
-                    try:
-                        self._reaper_conn.send(("group", int(pgid)))
-                    except (OSError, ValueError):
-                        pass
         elif kind == "loaded":
             w.loaded = payload
         elif kind == "started":

@@ -8,9 +8,11 @@ never gets to run.
 
 A worker's own children do not inherit the death signal. The *reaper*, one small process per pool
 started before the workers, holds the read end of a pipe whose only write end is the parent's:
-when the parent dies, however it dies, the pipe closes and the reaper SIGKILLs every worker's
-process group, then exits. When the pool stops normally the parent ends the groups itself and
-closes the pipe.
+when the parent dies, however it dies, the pipe closes and the reaper SIGKILLs every worker and
+its process group, then exits. The parent names each worker to the reaper as soon as it is
+spawned, before the worker runs any code of its own: a worker named only once it reported in
+could start a child and lose its parent before then, and that child would be left behind. When
+the pool stops normally the parent ends the groups itself and tells the reaper to stop.
 """
 
 import os
@@ -71,23 +73,39 @@ def group_of(pid: int) -> Optional[int]:
         return None
 
 
+def kill_process(pid: int, sig: int = signal.SIGKILL) -> bool:
+    """Signal process ``pid``; False when it no longer exists."""
+    try:
+        os.kill(int(pid), sig)
+        return True
+    except (ProcessLookupError, PermissionError, OSError):
+        return False
+
+
 def main(conn: Any) -> None:
-    """The reaper (a ``multiprocessing`` target): collect worker group ids from ``conn``; when it
-    closes, or says stop, SIGKILL every group."""
+    """The reaper (a ``multiprocessing`` target): collect worker pids from ``conn``; when it
+    closes (the parent died), SIGKILL each worker and its group; when it says stop, each group."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent to act on
-    groups = set()
+    workers = set()
+    orphaned = True
     try:
         while True:
             kind, value = conn.recv()
-            if kind == "group":
-                groups.add(int(value))
+            if kind == "worker":
+                workers.add(int(value))
             elif kind == "stop":
+                orphaned = False
                 break
     except (EOFError, OSError):
         pass  # the parent is gone
-    _kill_all(groups)
+    _kill_all(workers, orphaned)
 
 
-def _kill_all(groups: Iterable[int]) -> None:
-    for pgid in groups:
-        kill_group(pgid, signal.SIGKILL)
+def _kill_all(workers: Iterable[int], orphaned: bool) -> None:
+    for pid in workers:
+        # A worker leads a group named by its pid once it runs; one killed before it got there
+        # has started nothing. The worker itself only when the parent died: after a normal stop
+        # it has exited and its pid may already be another process's.
+        if orphaned:
+            kill_process(pid, signal.SIGKILL)
+        kill_group(pid, signal.SIGKILL)
