@@ -214,6 +214,9 @@ def test_a_service_of_another_version_names_both_fixes(service, monkeypatch, tmp
     assert source.name == "sysfs" and tried[0] == ("jtop", why)
 
 
+STOPPED = "the jtop service stopped answering: sudo systemctl restart jtop.service"
+
+
 def test_the_service_stopping_mid_run_keeps_samples_and_warns(service):
     svc = service("orin-nano-8gb-jp51")
     with pytest.warns(TelemetryWarning, match="jtop stopped during the run"):
@@ -223,7 +226,27 @@ def test_the_service_stopping_mid_run_keeps_samples_and_warns(service):
             time.sleep(1.0)
     s = t.summary
     assert s.samples >= 2 and len(s.gaps) == 1
-    assert any("the jtop service stopped answering: sudo systemctl restart jtop.service" in w for w in s.warnings)
+    assert any(STOPPED in w for w in s.warnings), s.warnings
+
+
+@pytest.mark.parametrize("exc", [
+    jtop.JtopException("Lost connection with jtop server"),  # EOFError inside jtop's reading loop
+    jtop.JtopException("Error connection"),  # the service's shared data came back empty
+    ConnectionResetError(104, "Connection reset by peer"),  # the keep-alive met the closed socket
+    BrokenPipeError(32, "Broken pipe"),
+    EOFError(),
+])
+def test_a_client_that_lost_its_service_says_the_service_stopped(exc):
+    """What the real client's thread stores when the service goes away mid-run: jtop wraps some of
+    it, the socket's own errors come through bare; each reads as a stopped service, never as a
+    client that could not start."""
+    assert jtop_source.explain(exc, running=True) == STOPPED
+
+
+def test_a_refused_connection_is_a_service_not_running_at_start_and_stopped_mid_run():
+    refused = ConnectionRefusedError(111, "Connection refused")
+    assert jtop_source.explain(refused).startswith("the jtop service is not running: sudo systemctl")
+    assert jtop_source.explain(refused, running=True) == STOPPED
 
 
 def test_a_board_tree_with_odd_files_still_serves(service, tmp_path):

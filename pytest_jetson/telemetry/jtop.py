@@ -62,8 +62,15 @@ def not_running(mod: Any = None) -> str:
     return f"the jtop service is not running: {RESTART}{install}"
 
 
-def explain(exc: BaseException, mod: Any = None) -> str:
-    """A jtop client's start-up failure in words, with the fix."""
+#: What the client's connection to the service raises when the service goes away: jtop turns an
+#: EOFError inside its reading loop into "Lost connection with jtop server", but the same loss met
+#: while it sends its keep-alive reaches the client's thread as the socket's own error.
+_CONNECTION_LOST = (EOFError, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+def explain(exc: BaseException, mod: Any = None, running: bool = False) -> str:
+    """A jtop client's failure in words, with the fix: at start-up, or (``running``) once it had
+    been reading, when any failure to reach the service means the service went away."""
     text = " ".join(str(exc).split())
     m = _VERSIONS.search(text)
     if m:
@@ -72,7 +79,8 @@ def explain(exc: BaseException, mod: Any = None) -> str:
                 f"service on {client} ({RESTART}), or install the service's version here "
                 f"(pip install jetson-stats=={service})")
     low = text.lower()
-    if "lost connection" in low or "error connection" in low:
+    lost = isinstance(exc, _CONNECTION_LOST) or (running and isinstance(exc, ConnectionError))
+    if lost or "lost connection" in low or "error connection" in low:
         return f"the jtop service stopped answering: {RESTART}"
     if "not active" in low or "connection refused" in low or "no such file" in low:
         return not_running(mod)
@@ -304,7 +312,7 @@ class JtopSource(Source):
         try:
             running = j.ok(spin=True)  # re-raises what the client's thread met (the service went away)
         except Exception as exc:
-            raise SourceDied(f"the jtop client lost the service ({explain(exc)})") from exc
+            raise SourceDied(f"the jtop client lost the service ({explain(exc, running=True)})") from exc
         if not running or not _Shared._alive(j):
             raise SourceDied(f"the jtop client lost the service ({not_running()})")
         stamp = self._service_stamp()
