@@ -55,13 +55,22 @@ def bind_to_parent(parent_pid: Optional[int], orphan_exit: int) -> None:
         os._exit(orphan_exit)
 
 
+def _send(kill: Any, target: int, sig: int) -> bool:
+    try:
+        kill(int(target), sig)
+        return True
+    except OSError:  # gone (ProcessLookupError), or not ours to signal (PermissionError)
+        return False
+
+
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     """Signal process group ``pgid``; False when it no longer exists."""
-    try:
-        os.killpg(int(pgid), sig)
-        return True
-    except (ProcessLookupError, PermissionError, OSError):
-        return False
+    return _send(os.killpg, pgid, sig)
+
+
+def kill_process(pid: int, sig: int = signal.SIGKILL) -> bool:
+    """Signal process ``pid``; False when it no longer exists."""
+    return _send(os.kill, pid, sig)
 
 
 def group_of(pid: int) -> Optional[int]:
@@ -71,15 +80,6 @@ def group_of(pid: int) -> Optional[int]:
         return pid if os.getpgid(int(pid)) == int(pid) else None
     except (ProcessLookupError, OSError):
         return None
-
-
-def kill_process(pid: int, sig: int = signal.SIGKILL) -> bool:
-    """Signal process ``pid``; False when it no longer exists."""
-    try:
-        os.kill(int(pid), sig)
-        return True
-    except (ProcessLookupError, PermissionError, OSError):
-        return False
 
 
 def main(conn: Any) -> None:
