@@ -1,6 +1,6 @@
 """How long the simulator waits for a model's graph statistics, and a real build costs.
 
-Run: python3 -m pytest tests/benchmarks/test_bench_models.py --benchmark-only
+Run: python3 -m pytest benchmarks/test_bench_models.py --benchmark-only
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ about 1 ms per inference, and a simulated 10 s measurement costs under 50 ms of 
 Each benchmark stores the ratio it measured in ``extra_info`` (see ``--benchmark-json``) and
 prints it; there are no timing asserts, this machine is shared.
 
-    python3 -m pytest tests/benchmarks/test_bench_harness.py -s --benchmark-columns=min,median,max
+    python3 -m pytest benchmarks/test_bench_harness.py -s --benchmark-columns=min,median,max
 """
 
 import statistics

@@ -15,7 +15,7 @@ The simulated device's noise depends on the seed; the baselines were recorded wi
 conftest in the copy slows the chosen test through a proxy engine that advances the simulated
 clock after each inference.
 
-Run: ``JETSON_BENCH_SEEDS=100 pytest tests/benchmarks/test_bench_gate_suite.py -s`` (100 seeds per
+Run: ``JETSON_BENCH_SEEDS=100 pytest benchmarks/test_bench_gate_suite.py -s`` (100 seeds per
 figure: about 6 minutes on two cores; 3 by default, a smoke test in the suite).
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SEEDS = int(os.environ.get("JETSON_BENCH_SEEDS", "3"))
 FIRST_SEED = 1001
 REGRESSED = "tests/perf/test_orin_nano_concurrency.py::test_one_process[resnet50-int8-b2]"

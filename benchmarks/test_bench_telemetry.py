@@ -4,7 +4,7 @@ recorded board tree; how far its timestamps stray from the 10 ms grid; how long 
 parse_line's speed. Each cost is also measured, in the same run, for a sampler that sleeps out
 its last interval instead of waiting on the stop event (the former implementation), as a ratio.
 
-Run: python3 -m pytest tests/benchmarks/test_bench_telemetry.py --benchmark-only -s
+Run: python3 -m pytest benchmarks/test_bench_telemetry.py --benchmark-only -s
 (PYTEST_JETSON_BENCH_SECONDS, 2 s per source, and PYTEST_JETSON_BENCH_WINDOWS, 20 stop() windows,
 lengthen the run).
 Figures land in the benchmark's extra_info (``--benchmark-json``) and are printed with -s.
@@ -31,7 +31,7 @@ pytest.importorskip("pytest_benchmark")
 SECONDS = float(os.environ.get("PYTEST_JETSON_BENCH_SECONDS", "2"))
 WINDOWS = int(os.environ.get("PYTEST_JETSON_BENCH_WINDOWS", "20"))
 INTERVAL = 0.01
-DATA = Path(__file__).parent.parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 LINE = [x for x in (DATA / "tegrastats" / "jp6_agx_orin.txt").read_text().splitlines()
         if x and not x.startswith("#")][0]
 BOARD = DATA / "boards" / "orin-nano-8gb-jp60"

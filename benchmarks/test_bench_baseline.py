@@ -8,7 +8,7 @@ stage it, and write the file once at the end (``BaselineStore.stage`` / ``flush`
 empty directory and over the same file (re-recording unchanged code: nothing written). The
 ratio is measured in one run, on one machine, as the median of ``ROUNDS`` rounds.
 
-Run: ``pytest tests/benchmarks/test_bench_baseline.py --benchmark-enable -s``.
+Run: ``pytest benchmarks/test_bench_baseline.py --benchmark-enable -s``.
 """
 
 import os

@@ -1,6 +1,6 @@
 """The pool's own overhead: start-up per worker beyond its engine's load, and the start skew.
 
-Run: python3 -m pytest tests/benchmarks/test_bench_pool.py --benchmark-only
+Run: python3 -m pytest benchmarks/test_bench_pool.py --benchmark-only
 
 The timed call is a whole pool (spawn, load, warm-up, window, report, clean-up); ``extra_info``
 holds what matters for a measurement's quality, per worker and over every round:
@@ -92,7 +92,7 @@ def test_bench_no_orphans_at_random_moments(benchmark, tmp_path):
     warm-up, window), each worker with a child of its own: how many processes were left behind
     (goal: none), and how long the last one took to go.
 
-    Run: python3 -m pytest tests/benchmarks/test_bench_pool.py -k orphans --benchmark-only -s
+    Run: python3 -m pytest benchmarks/test_bench_pool.py -k orphans --benchmark-only -s
     """
     import random
     import signal
@@ -101,7 +101,7 @@ def test_bench_no_orphans_at_random_moments(benchmark, tmp_path):
 
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from orphans import signal_and_count, start_parent, wait_for
 
     rng = random.Random(15)

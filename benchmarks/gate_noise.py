@@ -55,7 +55,7 @@ from pytest_jetson.metrics import METRICS
 from pytest_jetson.run.measurement import Measurement
 from pytest_jetson.telemetry.summary import TelemetrySummary
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "noise"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "noise"
 INTERVAL = 0.1
 BLOCK_S = 1.1  # 250 iterations of the recording
 MODE_RATIO = 1.95

@@ -18,7 +18,7 @@ factors).
 * **per comparison**, per metric: unchanged (regression / inconclusive), twice the tolerance (caught
   / inconclusive), and the mean measured duration in requested durations.
 
-Run: ``pytest tests/benchmarks/test_bench_gate.py --benchmark-enable -s`` (100 seeds per model,
+Run: ``pytest benchmarks/test_bench_gate.py --benchmark-enable -s`` (100 seeds per model,
 about a minute on two cores); ``JETSON_BENCH_TRIALS=1000`` for tighter figures.
 """
 

@@ -7,7 +7,7 @@ of the process (``time.process_time``: what a loaded neighbour's time slices do 
 wall time. Also lists
 the project's modules a plain run imports: none of them may pull numpy or the gate.
 
-    JETSON_BENCH_ROUNDS=25 python3 -m pytest tests/benchmarks/test_bench_startup.py -s
+    JETSON_BENCH_ROUNDS=25 python3 -m pytest benchmarks/test_bench_startup.py -s
 """
 
 import os

@@ -12,7 +12,7 @@ history, a line beating the steps on BIC):
 * drift: the metric worsens by ``DRIFT`` per run, less than a 5% tolerance over 10 runs. Found: a
   drift in the right direction (a step instead counts as found by a step, reported apart).
 
-Run: ``python3 -m pytest tests/benchmarks/test_bench_history.py -q -s`` (``JETSON_BENCH_TRIALS=1000``
+Run: ``python3 -m pytest benchmarks/test_bench_history.py -q -s`` (``JETSON_BENCH_TRIALS=1000``
 for tighter figures).
 """
 

@@ -3,7 +3,7 @@
 The goal (issue 4): 273,000 configurations (the largest published Jetson power-mode study) in under
 5 s on the 2-core CI machine. ``benchmark.extra_info`` reports configurations per second.
 
-Run: ``python3 -m pytest tests/benchmarks/test_bench_sim.py -q -s``
+Run: ``python3 -m pytest benchmarks/test_bench_sim.py -q -s``
 """
 
 import itertools
