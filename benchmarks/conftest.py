@@ -4,11 +4,11 @@ Their sizes are smoke sizes unless an environment variable asks for more (each m
 names its own: ``JETSON_BENCH_TRIALS``, ``JETSON_BENCH_SEEDS``, ``JETSON_BENCH_ROUNDS``, ...), so
 ``pytest benchmarks`` is what CI runs and the figures in the docs come from the larger settings.
 
-pytest-benchmark's default table has ten columns over a span of units (300 columns wide once
-the pool's seconds sit beside the parser's microseconds). Unless the command line chooses, the
-table here keeps the two columns worth reading on a shared machine (the minimum and the median)
-and one table per module, each in the unit of its slowest row (so that a module's
-milliseconds are not written as seven-digit microseconds), so it fits 100 columns.
+pytest-benchmark's default table has ten columns in one unit for every benchmark (300 columns wide
+once a pool's seconds sit beside the parser's microseconds, written as microseconds). Unless the
+command line chooses, the table here keeps the median and the number of rounds behind it, and
+has one table per module and order of magnitude (a module's microseconds apart from its
+seconds), so that it fits 100 columns.
 """
 
 import sys
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-COLUMNS = ["min", "median"]
+COLUMNS = ["median", "rounds"]
 GROUP_BY = "module"
 
 # the test helpers the benchmarks share with the tests (tests/orphans.py, tests/fakes/...)
@@ -44,19 +44,13 @@ def pytest_configure(config):
 def pytest_benchmark_group_stats(config, benchmarks, group_by):
     if group_by != GROUP_BY:
         return None  # pytest-benchmark's own groupings
+    from pytest_benchmark.utils import time_unit
+
     groups = defaultdict(list)
     for bench in benchmarks:
-        groups[bench["fullname"].split("::")[0]].append(bench)
+        prefix, _ = time_unit(bench["min"])  # the table's unit follows its fastest row
+        groups[f"{bench['fullname'].split('::')[0]}, {prefix}s"].append(bench)
     for members in groups.values():
         members.sort(key=lambda b: b["name"])
     return sorted(groups.items())
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_benchmark_scale_unit(config, unit, benchmarks, best, worst, sort):
-    if unit != "seconds" or config.getoption("benchmark_time_unit", None) not in ("auto", None):
-        return None
-    from pytest_benchmark.utils import time_unit
-
-    key = "min" if sort in ("name", "fullname") else sort
-    return time_unit(worst.get(key, benchmarks[0][key]))

@@ -27,7 +27,9 @@ if str(ROOT) not in sys.path:
 
 
 def _cell(text):
-    return " ".join(str(text).split()).replace("|", "\\|")
+    # a pipe ends a cell, except inside a code span (where a backslash would show)
+    parts = " ".join(str(text).split()).split("`")
+    return "`".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
 
 
 def _table(header, rows):
