@@ -267,16 +267,16 @@ class MetricStats:
     def from_dict(cls, d: Dict[str, Any]) -> "MetricStats":
         ci = d.get("ci")
         return cls(
-            value=float(d["value"]), n=int(d.get("n", 1) or 1), mean=_opt(d.get("mean")),
-            median=_opt(d.get("median")), stdev=_opt(d.get("stdev")), se_log=_opt(d.get("se_log")),
-            df=_opt(d.get("df")), ci=None if ci is None else (float(ci[0]), float(ci[1])),
-            confidence=_opt(d.get("confidence")),
+            value=float(d["value"]), n=int(d.get("n", 1) or 1), mean=opt_float(d.get("mean")),
+            median=opt_float(d.get("median")), stdev=opt_float(d.get("stdev")), se_log=opt_float(d.get("se_log")),
+            df=opt_float(d.get("df")), ci=None if ci is None else (float(ci[0]), float(ci[1])),
+            confidence=opt_float(d.get("confidence")),
             sample=[float(v) for v in d.get("sample", []) or []],
-            runs=int(d.get("runs", 1) or 1), between=_opt(d.get("between")),
+            runs=int(d.get("runs", 1) or 1), between=opt_float(d.get("between")),
         )
 
 
-def _opt(v: Any) -> Optional[float]:
+def opt_float(v: Any) -> Optional[float]:
     return None if v is None else float(v)
 
 
