@@ -185,10 +185,12 @@ METRICS: Dict[str, Metric] = {m.name: m for m in _ROWS}
 
 
 def defaults(kind: str) -> Tuple[str, ...]:
-    """The metrics of the default list ``kind`` (one of ``DEFAULT_LISTS``), in table order."""
+    """The metrics of the default list ``kind`` (one of ``DEFAULT_LISTS``): speed (rates and
+    times) before resources, each in table order."""
     if kind not in DEFAULT_LISTS:
         raise ValueError(f"unknown default metric list {kind!r}; one of {', '.join(DEFAULT_LISTS)}")
-    return tuple(name for name, row in METRICS.items() if kind in row.defaults)
+    rows = [row for row in METRICS.values() if kind in row.defaults]
+    return tuple(row.name for row in sorted(rows, key=lambda row: row.dimension not in ("rate", "time")))
 
 
 def _choice(what: str, got: Any, known: Sequence[str]) -> Optional[str]:
@@ -197,18 +199,22 @@ def _choice(what: str, got: Any, known: Sequence[str]) -> Optional[str]:
     return f"{what} {got!r}: one of {', '.join(map(str, known))}"
 
 
-def _how_it_reads(row: Metric) -> Optional[str]:
-    """What the row lacks for its estimator and its value, or None."""
+def _what_the_estimator_lacks(row: Metric) -> Optional[str]:
     if row.estimator in _SAMPLE_ESTIMATORS and not row.samples:
         return f"estimator {row.estimator!r} needs samples= (one of {', '.join(SAMPLES)}, or 'extra.<key>')"
-    if row.samples and row.samples not in SAMPLES and not row.samples.startswith("extra."):
-        return f"samples {row.samples!r}: one of {', '.join(SAMPLES)}, or 'extra.<key>'"
     if row.estimator in _SERIES_ESTIMATORS and not row.series:
         return f"estimator {row.estimator!r} needs series= (a telemetry series column, e.g. 'gpu_util')"
     if row.estimator == "order_statistics" and not (row.quantile is not None and 0 < row.quantile < 1):
         return f"estimator 'order_statistics' needs quantile= between 0 and 1, got {row.quantile!r}"
     if row.estimator == "ratio" and (len(row.parts) != 2 or any(p not in METRICS for p in row.parts)):
         return f"estimator 'ratio' needs parts=(numerator, denominator), two known metrics, got {row.parts!r}"
+    return None
+
+
+def _how_it_reads(row: Metric) -> Optional[str]:
+    """What the row lacks to read its value and samples, or None."""
+    if row.samples and row.samples not in SAMPLES and not row.samples.startswith("extra."):
+        return f"samples {row.samples!r}: one of {', '.join(SAMPLES)}, or 'extra.<key>'"
     if row.reduction is not None and row.reduction not in REDUCTIONS:
         return f"reduction {row.reduction!r}: one of {', '.join(REDUCTIONS)}"
     if row.plugin != BUILTIN and not row.summary and not (row.samples and row.reduction):
@@ -227,7 +233,7 @@ def problem(row: Any) -> Optional[str]:
               _choice("worse", row.worse, ("higher", "lower")),
               _choice("estimator", row.estimator, ESTIMATORS),
               *(_choice("default list", d, DEFAULT_LISTS) for d in row.defaults))
-    return next((c for c in checks if c), None) or _how_it_reads(row)
+    return next((c for c in checks if c), None) or _what_the_estimator_lacks(row) or _how_it_reads(row)
 
 
 def register(row: Metric, plugin: str = "") -> Metric:
