@@ -76,7 +76,7 @@ def test_the_default_lists_are_the_tables():
 
 def test_every_name_a_row_may_use_has_code_behind_it():
     assert set(ESTIMATORS) == set(metrics.ESTIMATORS)
-    assert set(measurement_module._SAMPLERS) == set(metrics.SAMPLES)
+    assert set(measurement_module.SAMPLERS) == set(metrics.SAMPLES)
     for row in metrics.METRICS.values():
         assert metrics.problem(row) is None, row.name
 

@@ -10,8 +10,9 @@ from typing import Any, Dict, List, Optional
 
 from ..metrics import METRICS
 from .compare import env_differences
+from .distributions import t_isf
 from .sequential import Evidence
-from .stats import MetricStats, opt_float, t_isf
+from .stats import MetricStats, opt_float
 
 #: The chance that re-recording unchanged code rewrites anything, over all the metrics recorded.
 REWRITE_ALPHA = 0.01

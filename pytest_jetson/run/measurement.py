@@ -184,7 +184,7 @@ class Measurement:
         row = METRICS.get(name)
         if row is None:
             raise KeyError(name)  # the table in pytest_jetson.metrics names every metric
-        if hasattr(type(self), name):
+        if isinstance(getattr(type(self), name, None), property):
             value = getattr(self, name)
         elif row.summary:
             value = self._telemetry_value(row.summary)
@@ -203,7 +203,7 @@ class Measurement:
             return None
         if source.startswith("extra."):
             return _numbers(self.extra.get(source[len("extra."):]))
-        return _SAMPLERS[source](self)
+        return SAMPLERS[source](self)
 
     def summary(self) -> Dict[str, Optional[float]]:
         return {name: self.metric(name) for name in METRICS}
@@ -325,7 +325,7 @@ def _worker_throughputs(m: Measurement) -> Optional[List[float]]:
 
 
 #: ``Metric.samples`` -> the per-iteration samples of a measurement (``metrics.SAMPLES``).
-_SAMPLERS: Dict[str, Callable[[Measurement], Optional[List[float]]]] = {
+SAMPLERS: Dict[str, Callable[[Measurement], Optional[List[float]]]] = {
     "latencies": lambda m: list(m.latencies),
     "device_latencies": lambda m: list(m.device_latencies) if m.device_latencies else None,
     "throughput": _throughput_samples,
