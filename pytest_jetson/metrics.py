@@ -57,8 +57,9 @@ SAMPLES = ("latencies", "device_latencies", "throughput", "workers")
 #: columns at each time, then the peak).
 REDUCTIONS = ("mean", "quantile", "peak", "hottest")
 #: The default metric lists: ``compare`` (``pytest-jetson compare`` and ``diff``), ``history``
-#: (``pytest-jetson history`` for a test that bounds none).
-DEFAULT_LISTS = ("compare", "history")
+#: (``pytest-jetson history`` for a test that bounds none), ``show`` (the columns of
+#: ``pytest-jetson show``), ``measured`` (what the terminal lists for a test without bounds).
+DEFAULT_LISTS = ("compare", "history", "show", "measured")
 _SAMPLE_ESTIMATORS = ("batch_means", "order_statistics", "block_peaks")
 _SERIES_ESTIMATORS = ("series_mean", "series_peak")
 BUILTIN = "pytest-jetson"
@@ -138,21 +139,21 @@ def _telemetry(name: str, dimension: str, description: str, what: str, summary: 
 _ROWS = (
     Metric("throughput", "rate", "lower", "harness", "items per second over the measured window",
            "the measurement has no items or no duration", estimator="throughput", sample="throughput",
-           samples="throughput", defaults=("compare", "history")),
+           samples="throughput", defaults=("compare", "history", "show", "measured")),
     _latency("latency_mean", "mean latency", estimator="batch_means", reduction="mean",
              defaults=("compare", "history")),
     _latency("latency_p50", "median latency", q=0.50, defaults=("compare",)),
     _latency("latency_p90", "90th percentile latency", q=0.90),
     _latency("latency_p95", "95th percentile latency", q=0.95),
-    _latency("latency_p99", "99th percentile latency", q=0.99, defaults=("compare",)),
+    _latency("latency_p99", "99th percentile latency", q=0.99, defaults=("compare", "show", "measured")),
     _latency("latency_max", "largest latency", estimator="block_peaks", reduction="peak"),
     Metric("memory", "bytes", "higher", "telemetry, else the engine",
            "peak memory: telemetry's peak, else the worker's peak RSS, else the engine's own figure",
            "no memory reading: the engine reported no memory and no telemetry ran (use perf.measure, "
            "or enable telemetry with --jetson-telemetry)", estimator="series_peak",
-           summary="memory_peak_bytes", series="memory_bytes", reduction="peak", defaults=("compare",)),
+           summary="memory_peak_bytes", series="memory_bytes", reduction="peak", defaults=("compare", "show")),
     _telemetry("power", "power", "mean board power over the window", "board power", "power_mean_w",
-               "board_power_w", "mean", run_to_run=0.02, defaults=("compare",)),
+               "board_power_w", "mean", run_to_run=0.02, defaults=("compare", "show")),
     _telemetry("power_peak", "power", "highest board power sample", "board power", "power_peak_w",
                "board_power_w", "peak", run_to_run=0.02),
     Metric("energy", "energy", "higher", "telemetry", "board energy per item (power integral / items)",

@@ -70,6 +70,8 @@ def test_the_default_lists_are_the_tables():
     assert metrics.defaults("compare") == ("throughput", "latency_mean", "latency_p50", "latency_p99",
                                            "per_process_throughput", "memory", "power", "energy")
     assert metrics.defaults("history") == ("throughput", "latency_mean")
+    assert metrics.defaults("show") == ("throughput", "latency_p99", "memory", "power")
+    assert metrics.defaults("measured") == ("throughput", "latency_p99")
     with pytest.raises(ValueError, match="unknown default metric list 'trends'"):
         metrics.defaults("trends")
 
