@@ -2,7 +2,8 @@
 
 They are called once, in ``pytest_configure``, so implement them in a plugin or in the root
 ``conftest.py`` (a conftest in a sub-directory is loaded too late). A second backend or source
-under a taken name, or one without an opener, is a usage error naming the plugin.
+under a taken name, or one without an opener, is a usage error naming the plugin; so is a metric
+under a taken name or without what the metric table needs.
 """
 
 import pytest
@@ -27,6 +28,23 @@ def pytest_jetson_telemetry_sources(config):
     ``pytest_jetson.telemetry.base.Source`` (``ctx``: a ``SourceContext`` with the device, the
     clock and the filesystem root). ``auto`` ranks it in ``--jetson-telemetry auto`` (jtop is 10,
     host 90). The name becomes a ``--jetson-telemetry`` choice.
+    """
+
+
+@pytest.hookspec
+def pytest_jetson_metrics(config):
+    """Return metrics to add: a list of ``pytest_jetson.metrics.Metric`` rows.
+
+    A row says where the value comes from (``summary=``: a field of the telemetry summary, or
+    ``samples=`` with ``reduction=``: a per-iteration sample list, e.g. ``"extra.<key>"``, a list
+    the measuring code keeps in ``Measurement.extra``), how its error is estimated (``estimator=``,
+    one of ``metrics.ESTIMATORS``; ``series=`` names its telemetry series column) and which way is
+    worse. The name becomes a ``perf`` marker keyword; baselines store its error and the gate
+    decides its relative bounds from it, like a built-in metric's::
+
+        Metric("emc_util", "percent", "higher", "telemetry", "mean EMC utilisation",
+               "no telemetry source reads the EMC", summary="emc_util_mean", series="emc_util",
+               reduction="mean", estimator="series_mean")
     """
 
 

@@ -172,6 +172,15 @@ def _register_extensions(config):
     def undo():
         for table, name in added:
             table.unregister(name)
+    try:
+        from . import metrics
+
+        rows = ((_plugin_name(config, impl), impl.function(**{a: config for a in impl.argnames if a == "config"}))
+                for impl in config.hook.pytest_jetson_metrics.get_hookimpls())
+        added += [(metrics, name) for name in metrics.register_plugins(rows)]
+    except ConfigError:
+        undo()
+        raise
     return undo
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from pytest_jetson.gate import bounds, compare
 from pytest_jetson.gate.baseline import entry_ref, fingerprint, make_entry
-from pytest_jetson.gate.stats import compact, metric_stats, norm_ppf, quantile_of, t_ppf
+from pytest_jetson.gate.distributions import norm_ppf, t_ppf
+from pytest_jetson.gate.stats import compact, metric_stats, quantile_of
 from pytest_jetson.report.render import message
 from pytest_jetson.run.measurement import Measurement
 

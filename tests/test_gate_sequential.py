@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from pytest_jetson.gate import sequential as sq
-from pytest_jetson.gate.stats import MetricStats, norm_sf
+from pytest_jetson.gate.distributions import norm_sf
+from pytest_jetson.gate.stats import MetricStats
 
 
 def test_boundaries_reproduce_obrien_fleming_and_a_monte_carlo_of_brownian_motion():

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_jetson.gate.stats import batch_means_se, metric_stats, norm_isf, peak_se, t_isf, t_sf
+from pytest_jetson.gate.distributions import norm_isf, t_isf, t_sf
+from pytest_jetson.gate.stats import batch_means_se, metric_stats, peak_se
 from pytest_jetson.run.measurement import Measurement
 from pytest_jetson.telemetry.summary import TelemetrySummary
 

@@ -114,89 +114,112 @@ def parse(metric: str, text: Any, where: str = "") -> Bound:
     if metric not in METRICS:
         raise BoundError(unknown_message(metric, where))
     row = METRICS[metric]
-    dim = row.dimension
-    units = UNITS[dim]
-    example = row.example
     if not isinstance(text, str):
         at = f" on {where}" if where else ""
         raise BoundError(
-            f"perf mark{at}: bound {metric}={text!r} must be a string such as {example!r} "
+            f"perf mark{at}: bound {metric}={text!r} must be a string such as {row.example!r} "
             f"(absolute) or '5%' (no worse than the baseline by 5%)"
         )
-    toks = _tokens(text)
-    if not toks:
-        raise _error(metric, text, 0, 1, f"empty bound; write e.g. {example!r} or '5%'", where)
-    for kind, tok, pos in toks:
-        if kind == "bad":
-            raise _error(metric, text, pos, len(tok), f"unexpected {tok!r}", where)
-    i = 0
-    comparator = None
-    if toks[0][0] == "cmp":
-        kind, tok, pos = toks[0]
+    r = _Reader(metric, text, where)
+    comparator = r.comparator()
+    num_tok, num_pos = r.number()
+    unit, unit_pos = r.unit()
+    r.end(unit, unit_pos)
+    number = float(num_tok)
+    if comparator is None:
+        return _relative(r, number, num_tok, num_pos, unit)
+    if unit is None:
+        raise r.fail(len(text), 1, f"missing unit; {metric} takes {', '.join(r.units)}")
+    _check_unit(r, unit, unit_pos, num_tok)
+    if number < 0:
+        raise r.fail(num_pos, len(num_tok), f"{metric} cannot be negative")
+    return Bound(metric=metric, text=text, kind="absolute", comparator=comparator,
+                 value=number * r.units[unit], unit=unit, where=where)
+
+
+class _Reader:
+    """The tokens of one bound, read left to right; ``fail`` points at the one that is wrong."""
+
+    def __init__(self, metric: str, text: str, where: str) -> None:
+        self.metric, self.text, self.where = metric, text, where
+        row = METRICS[metric]
+        self.dimension, self.units, self.example = row.dimension, UNITS[row.dimension], row.example
+        self.toks = _tokens(text)
+        self.i = 0
+        if not self.toks:
+            raise self.fail(0, 1, f"empty bound; write e.g. {self.example!r} or '5%'")
+        bad = next((t for t in self.toks if t[0] == "bad"), None)
+        if bad is not None:
+            raise self.fail(bad[2], len(bad[1]), f"unexpected {bad[1]!r}")
+
+    def fail(self, pos: int, length: int, why: str) -> BoundError:
+        return _error(self.metric, self.text, pos, length, why, self.where)
+
+    def comparator(self) -> Optional[str]:
+        kind, tok, pos = self.toks[0]
+        if kind != "cmp":
+            return None
         if tok not in COMPARATORS:
             fix = {"=<": "<=", "=>": ">="}.get(tok)
             why = f"comparator {tok!r} is not one of {', '.join(COMPARATORS)}"
-            if fix:
-                why += f"; write {fix!r}"
-            raise _error(metric, text, pos, len(tok), why, where)
-        comparator = tok
-        i = 1
-    if i >= len(toks) or toks[i][0] != "num":
-        pos = toks[i][2] if i < len(toks) else len(text)
-        length = len(toks[i][1]) if i < len(toks) else 1
-        raise _error(metric, text, pos, length, f"expected a number here, as in {example!r}", where)
-    _, num_tok, num_pos = toks[i]
-    number = float(num_tok)
-    if not math.isfinite(number):
-        raise _error(metric, text, num_pos, len(num_tok), "the number is not finite", where)
-    i += 1
-    unit = None
-    unit_pos = len(text)
-    if i < len(toks):
-        kind, unit, unit_pos = toks[i]
-        if kind != "unit":
-            raise _error(metric, text, unit_pos, len(unit), f"expected a unit here ({', '.join(units)})",
-                         where)
-        i += 1
-    if i < len(toks):
-        if unit is not None and unit != "%" and unit not in units:
-            raise _error(metric, text, unit_pos, len(unit),
-                         f"unit {unit!r} does not fit {metric}, which takes {', '.join(units)}", where)
-        _, tok, pos = toks[i]
-        raise _error(metric, text, pos, len(text) - pos, "unexpected text after the bound", where)
+            raise self.fail(pos, len(tok), why + (f"; write {fix!r}" if fix else ""))
+        self.i = 1
+        return tok
 
-    if comparator is None:
-        if unit != "%":
-            raise _error(
-                metric, text, 0, 1,
-                f"missing comparator; write e.g. '>= {num_tok}{_join_unit(unit)}' for an "
-                f"absolute bound, or a tolerance such as '5%' against the baseline",
-                where,
-            )
-        if number < 0:
-            raise _error(metric, text, num_pos, len(num_tok), "a tolerance cannot be negative", where)
-        return Bound(metric=metric, text=text, kind="relative", tolerance=number / 100.0, unit="%",
-                     where=where)
-    if unit is None:
-        raise _error(metric, text, len(text), 1,
-                     f"missing unit; {metric} takes {', '.join(units)}", where)
-    if unit == "%" and dim != "percent":
-        raise _error(
-            metric, text, unit_pos, 1,
-            f"{metric} is not a percentage; a tolerance against the baseline is written without a "
-            f"comparator ('{num_tok}%'), an absolute bound with a unit ({', '.join(units)})",
-            where,
-        )
-    if unit not in units:
-        other = [d for d, us in UNITS.items() if unit in us]
-        why = f"unit {unit!r} does not fit {metric}, which takes {', '.join(units)}"
-        if other:
-            why = f"unit {unit!r} measures {other[0]}, but {metric} takes {', '.join(units)}"
-        raise _error(metric, text, unit_pos, len(unit), why, where)
+    def number(self) -> Tuple[str, int]:
+        i, toks = self.i, self.toks
+        if i >= len(toks) or toks[i][0] != "num":
+            pos = toks[i][2] if i < len(toks) else len(self.text)
+            length = len(toks[i][1]) if i < len(toks) else 1
+            raise self.fail(pos, length, f"expected a number here, as in {self.example!r}")
+        _, tok, pos = toks[i]
+        if not math.isfinite(float(tok)):
+            raise self.fail(pos, len(tok), "the number is not finite")
+        self.i += 1
+        return tok, pos
+
+    def unit(self) -> Tuple[Optional[str], int]:
+        if self.i >= len(self.toks):
+            return None, len(self.text)
+        kind, unit, pos = self.toks[self.i]
+        if kind != "unit":
+            raise self.fail(pos, len(unit), f"expected a unit here ({', '.join(self.units)})")
+        self.i += 1
+        return unit, pos
+
+    def end(self, unit: Optional[str], unit_pos: int) -> None:
+        """Nothing may follow the unit (a wrong unit before the extra text is the first error)."""
+        if self.i >= len(self.toks):
+            return
+        if unit is not None and unit != "%" and unit not in self.units:
+            raise self.fail(unit_pos, len(unit),
+                            f"unit {unit!r} does not fit {self.metric}, which takes {', '.join(self.units)}")
+        _, _, pos = self.toks[self.i]
+        raise self.fail(pos, len(self.text) - pos, "unexpected text after the bound")
+
+
+def _relative(r: _Reader, number: float, num_tok: str, num_pos: int, unit: Optional[str]) -> Bound:
+    if unit != "%":
+        raise r.fail(0, 1, f"missing comparator; write e.g. '>= {num_tok}{_join_unit(unit)}' for an "
+                           f"absolute bound, or a tolerance such as '5%' against the baseline")
     if number < 0:
-        raise _error(metric, text, num_pos, len(num_tok), f"{metric} cannot be negative", where)
-    return Bound(metric=metric, text=text, kind="absolute", comparator=comparator,
-                 value=number * units[unit], unit=unit, where=where)
+        raise r.fail(num_pos, len(num_tok), "a tolerance cannot be negative")
+    return Bound(metric=r.metric, text=r.text, kind="relative", tolerance=number / 100.0, unit="%",
+                 where=r.where)
+
+
+def _check_unit(r: _Reader, unit: str, unit_pos: int, num_tok: str) -> None:
+    metric, units = r.metric, ", ".join(r.units)
+    if unit == "%" and r.dimension != "percent":
+        raise r.fail(unit_pos, 1, f"{metric} is not a percentage; a tolerance against the baseline is "
+                                  f"written without a comparator ('{num_tok}%'), an absolute bound with "
+                                  f"a unit ({units})")
+    if unit not in r.units:
+        other = [d for d, us in UNITS.items() if unit in us]
+        why = f"unit {unit!r} does not fit {metric}, which takes {units}"
+        if other:
+            why = f"unit {unit!r} measures {other[0]}, but {metric} takes {units}"
+        raise r.fail(unit_pos, len(unit), why)
 
 
 def _join_unit(unit: Optional[str]) -> str:

@@ -112,7 +112,6 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
                    device: str = "", stats: Optional[MetricStats] = None,
                    compared_keys: Sequence[str] = COMPARED_KEYS, step: Optional[Step] = None) -> Verdict:
     metric = bound.metric
-    tol = float(bound.tolerance or 0.0)
     if stats is None:
         stats = metric_stats(measurement, metric, confidence)
     if stats is None:
@@ -126,23 +125,37 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
         detail = f"no baseline for {device or 'this device'}" if baseline is None else f"the baseline has no {metric}"
         return _verdict(bound, measurement, "no_baseline", missing_baseline, detail=detail, **numbers)
     numbers["baseline"] = base.value
-    if fingerprint is not None:
-        diffs = env_differences(fingerprint, baseline.fingerprint, compared_keys)
-        if diffs and not allow_env_mismatch:
-            return _verdict(bound, measurement, "env_mismatch", missing_baseline, env_diffs=diffs, **numbers)
-        if diffs:
-            numbers.update(env_diffs=diffs, env_ignored=True)
+    diffs = _env_diffs(fingerprint, baseline, compared_keys, allow_env_mismatch, numbers)
+    if diffs:
+        return _verdict(bound, measurement, "env_mismatch", missing_baseline, env_diffs=diffs, **numbers)
     if base.value <= 0 or stats.value <= 0:
         return _verdict(bound, measurement, "cannot_check",
                         detail=f"cannot compare non-positive values ({stats.value} now, {base.value} "
                                f"in the baseline)", **numbers)
-    ratio = stats.value / base.value
+    return _decided(bound, measurement, stats, base, confidence, step, numbers)
+
+
+def _env_diffs(fingerprint: Optional[Dict[str, Any]], baseline: BaselineRef, compared_keys: Sequence[str],
+               allow_env_mismatch: bool, numbers: Dict[str, Any]) -> List[List[Any]]:
+    """The fingerprint fields that keep the baseline from being compared (none when they are
+    allowed to differ: then ``numbers`` records them as ignored)."""
+    if fingerprint is None:
+        return []
+    diffs = env_differences(fingerprint, baseline.fingerprint, compared_keys)
+    if diffs and allow_env_mismatch:
+        numbers.update(env_diffs=diffs, env_ignored=True)
+        return []
+    return diffs
+
+
+def _decided(bound: Bound, measurement: Any, stats: MetricStats, base: MetricStats, confidence: float,
+             step: Optional[Step], numbers: Dict[str, Any]) -> Verdict:
     # The decision: gate.sequential's rule at one (final) look unless the recorder already decided
     # it look by look; its error includes the spread between runs that no within-run estimate sees.
     if step is None:
-        step = decide_once(metric, stats, base, tol, alpha=(1 - confidence) / 2)
+        step = decide_once(bound.metric, stats, base, float(bound.tolerance or 0.0), alpha=(1 - confidence) / 2)
     basis = "spread" if stats.se_log is None and base.se_log is None else "statistics"
-    numbers.update(change=ratio - 1.0, worse=step.worse, worse_ci=step.worse_ci,
+    numbers.update(change=stats.value / base.value - 1.0, worse=step.worse, worse_ci=step.worse_ci,
                    p_value=step.p_value, basis=basis, min_tolerance=step.min_tolerance,
                    log_worse=step.d, within_se=step.within_se)
     if step.look > 1:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..metrics import METRICS
-from .sequential import DEFAULT_BETA, DEFAULT_BUDGET, Design, log_worse
+from .sequential import DEFAULT_BETA, DEFAULT_BUDGET, Design
 
 FAMILY_ALPHA = 0.01
 
@@ -166,18 +166,3 @@ def noisier_than_assumed(spread: Dict[str, Tuple[float, int]], floors: Optional[
                          f"likelier than promised: record baselines from several runs or raise the floor")
     return lines
 
-
-def smallest_tolerance(metric: str, se: float, design: Design) -> float:
-    """The smallest tolerance a comparison with log-worsening error ``se`` can decide at the
-    design's final boundaries (the regression of twice it is caught, unchanged is not flagged)."""
-    from .stats import norm_isf
-
-    need = (norm_isf(design.alpha) + norm_isf(design.beta)) * se
-    lo, hi = 0.0, 0.45
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if log_worse(metric, 2 * mid) >= need:
-            hi = mid
-        else:
-            lo = mid
-    return hi

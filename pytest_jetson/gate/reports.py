@@ -7,15 +7,12 @@ A run is the list of its tests' results as ``TestResult.to_dict`` gives them (wh
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..metrics import format_percent
+from ..metrics import defaults, format_percent
 from ..run.measurement import Measurement
 from .bounds import Bound
 from .compare import BaselineRef, Verdict, check_relative
 from .family import confidence_for
 from .stats import metric_stats
-
-DEFAULT_METRICS = ("throughput", "latency_mean", "latency_p50", "latency_p99", "per_process_throughput",
-                   "memory", "power", "energy")
 
 
 def measurements_by_key(run: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -31,6 +28,7 @@ def compare_reports(old: Dict[str, Any], new: Dict[str, Any], tolerance: float =
                     metrics: Optional[Sequence[str]] = None,
                     allow_env_mismatch: bool = False) -> List[Verdict]:
     old_m = measurements_by_key(old)
+    default = set(defaults("compare"))
     new_tests = {t["nodeid"]: t for t in new.get("tests", [])}
     verdicts: List[Verdict] = []
     pending = []
@@ -46,7 +44,7 @@ def compare_reports(old: Dict[str, Any], new: Dict[str, Any], tolerance: float =
                 continue
             cur = Measurement.from_dict(md)
             base = Measurement.from_dict(old_m[key])
-            wanted = list(metrics) if metrics else sorted(set(DEFAULT_METRICS) | set(tolerances))
+            wanted = list(metrics) if metrics else sorted(default | set(tolerances))
             base_stats = {}
             for name in wanted:
                 st = metric_stats(base, name, confidence)

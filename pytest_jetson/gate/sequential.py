@@ -55,7 +55,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..metrics import METRICS
-from .stats import MetricStats, norm_isf, norm_sf, t_isf, t_sf
+from .distributions import norm_isf, norm_sf, t_isf, t_sf
+from .stats import MetricStats
 
 #: The floor acts as this many runs' worth of evidence when a baseline's own between-run estimate
 #: is pooled with it (a scaled inverse chi-square prior).

@@ -4,20 +4,26 @@ The gate works on the log of a metric (ratios are what tolerances speak of) and 
 the metric's value and the standard error of its log *within the run*. How that error is
 estimated, by the metric's ``estimator`` in ``pytest_jetson.metrics``:
 
-* ``mean`` (``throughput`` through the mean latency, ``latency_mean``, ``per_process_throughput``):
-  the standard error of the mean by *batch means*: the ordered samples cut into up to 30
-  contiguous batches, fewer while neighbouring batch means still correlate (DVFS steps, thermal
-  drift, a noisy neighbour), where the textbook sd/sqrt(n) is too small;
-* ``quantile`` (``latency_p50`` .. ``latency_p99``): the distribution-free order-statistic interval
-  (the binomial spread of the rank of a quantile), widened by the same autocorrelation factor the
-  batch means found for the mean; the spacing above a tail quantile is capped at ``OUTLIER_CAP``
-  times the spacing below, and its degrees of freedom are the order statistics it rests on;
-* ``series mean`` (``power``, ``gpu_util``): batch means over the telemetry samples of the window
-  (``Measurement.extra["telemetry_series"]``), the same autocorrelation-respecting estimator;
-  ``energy`` (per item, mean power over throughput) adds the power's and the throughput's errors;
-* ``peak`` (``latency_max``, ``memory``, ``power_peak``, ``temperature``): the spread of the peaks
-  of ``PEAK_BLOCKS`` contiguous blocks of the series, a conservative error for a maximum (the peak
-  of the whole run varies less from run to run than the peak of one block does).
+* ``batch_means`` (``latency_mean``, ``latency_gpu``), ``throughput`` (through the mean latency;
+  a pool's through each worker's), ``slowest_worker`` (``per_process_throughput``): the standard
+  error of the mean by *batch means*: the ordered samples cut into up to 30 contiguous batches,
+  fewer while neighbouring batch means still correlate (DVFS steps, thermal drift, a noisy
+  neighbour), where the textbook sd/sqrt(n) is too small;
+* ``order_statistics`` (``latency_p50`` .. ``latency_p99``): the distribution-free order-statistic
+  interval (the binomial spread of the rank of a quantile), widened by the same autocorrelation
+  factor the batch means found for the mean; the spacing above a tail quantile is capped at
+  ``OUTLIER_CAP`` times the spacing below, and its degrees of freedom are the order statistics it
+  rests on;
+* ``series_mean`` (``power``, ``gpu_util``): batch means over the samples of the row's telemetry
+  series column in the window (``Measurement.extra["telemetry_series"]``); ``ratio`` (``energy``,
+  per item: mean power over throughput) adds its two parts' errors;
+* ``block_peaks`` (``latency_max``) and ``series_peak`` (``memory``, ``power_peak``,
+  ``temperature``): the spread of the peaks of ``PEAK_BLOCKS`` contiguous blocks of the samples or
+  the series, a conservative error for a maximum (the peak of the whole run varies less from run
+  to run than the peak of one block does).
+
+Each is a function of ``ESTIMATORS``, looked up by the row's name for it: a metric added with a
+row that names its samples or its series column gets the same statistics as the built-in ones.
 
 What no within-run estimator can see is the spread *between* runs (another boot, another thermal
 state): ``pytest_jetson.gate.sequential`` adds it from the baseline or from the metric's
@@ -30,12 +36,15 @@ against it).
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..metrics import METRICS
+from ..metrics import METRICS, Metric
+from .distributions import (
+    t_ppf,
+    t_sf,  # noqa: F401  (report.trend imports it from here)
+)
 
 COMPACT_POINTS = 200
 BATCHES = 30
@@ -43,158 +52,6 @@ MIN_BATCHES = 5
 MIN_SAMPLES_FOR_ERROR = 8
 OUTLIER_CAP = 3.0
 PEAK_BLOCKS = 8
-#: Above this many degrees of freedom a t quantile is the normal one.
-DF_NORMAL = 1e5
-
-
-# -- normal and t distributions without scipy -------------------------------------------------------
-def norm_cdf(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-def norm_sf(x: float) -> float:
-    """P(Z > x), accurate far into the tail."""
-    return 0.5 * math.erfc(x / math.sqrt(2.0))
-
-
-def norm_ppf(p: float) -> float:
-    """Inverse of the standard normal CDF (Acklam's rational approximation, refined by Newton)."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"probability {p} outside (0, 1)")
-    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02,
-         1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
-    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02,
-         6.680131188771972e01, -1.328068155288572e01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00,
-         -2.549732539343734e00, 4.374664141464968e00, 2.938163982698783e00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
-    lo = 0.02425
-    if p < lo:
-        q = math.sqrt(-2 * math.log(p))
-        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    elif p > 1 - lo:
-        q = math.sqrt(-2 * math.log(1 - p))
-        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    else:
-        q = p - 0.5
-        r = q * q
-        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
-            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
-    e = norm_cdf(x) - p
-    u = e * math.sqrt(2 * math.pi) * math.exp(x * x / 2)
-    return x - u / (1 + x * u / 2)
-
-
-def norm_isf(p: float) -> float:
-    """The z with P(Z > z) = p, accurate for tiny p (1e-12 keeps its digits)."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"probability {p} outside (0, 1)")
-    if p > 0.5:
-        return -norm_isf(1.0 - p)
-    x = -norm_ppf(p)
-    for _ in range(3):  # Newton on log P(Z > x): well conditioned in the far tail
-        sf = norm_sf(x)
-        if sf <= 0:
-            break
-        pdf = math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
-        x += (sf - p) / pdf
-    return x
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 400):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    ln = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-          + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return math.exp(ln) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(ln) * _betacf(b, a, 1.0 - x) / b
-
-
-def t_sf(x: float, df: Optional[float]) -> float:
-    """P(T > x) for Student's t with ``df`` degrees of freedom (None or inf: the normal)."""
-    if df is None or df <= 0 or df > DF_NORMAL or math.isinf(df):
-        return norm_sf(x)
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + x * x))
-    return tail if x >= 0 else 1.0 - tail
-
-
-def _t_pdf(x: float, df: float) -> float:
-    ln = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-          - (df + 1) / 2 * math.log1p(x * x / df))
-    return math.exp(ln)
-
-
-@lru_cache(maxsize=65536)
-def _t_isf(p: float, df: float) -> float:
-    x = norm_isf(p)
-    z = x
-    # Cornish-Fisher start, then Newton on the exact tail
-    g1 = (z ** 3 + z) / 4
-    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
-    x = z + g1 / df + g2 / df ** 2
-    for _ in range(60):
-        sf = t_sf(x, df)
-        pdf = _t_pdf(x, df)
-        if pdf <= 0:
-            break
-        # Newton in log space: the tail spans many orders of magnitude
-        step = (math.log(sf) - math.log(p)) * sf / pdf
-        step = max(min(step, 0.5 * abs(x) + 1.0), -0.5 * abs(x) - 1.0)
-        x += step
-        if abs(step) < 1e-10 * max(1.0, abs(x)):
-            break
-    return x
-
-
-def t_isf(p: float, df: Optional[float]) -> float:
-    """The t with P(T > t) = p for ``df`` degrees of freedom (None or inf: the normal quantile).
-    Accurate far into the tail (p = 1e-9 at df = 5), where the gate's family-wise levels live."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"probability {p} outside (0, 1)")
-    if df is None or df <= 0 or df > DF_NORMAL or math.isinf(df):
-        return norm_isf(p)
-    if p > 0.5:
-        return -t_isf(1.0 - p, df)
-    # 4 significant digits of p and 0.1 of df: boundaries move by far less than their own error
-    return _t_isf(float(f"{p:.4g}"), round(max(float(df), 1.0), 1))
-
-
-def t_ppf(p: float, df: Optional[float]) -> float:
-    """Student-t quantile: the t with P(T <= t) = p."""
-    return -t_isf(p, df)
 
 
 # -- compact samples ----------------------------------------------------------------------------
@@ -261,16 +118,16 @@ class MetricStats:
     def from_dict(cls, d: Dict[str, Any]) -> "MetricStats":
         ci = d.get("ci")
         return cls(
-            value=float(d["value"]), n=int(d.get("n", 1) or 1), mean=_opt(d.get("mean")),
-            median=_opt(d.get("median")), stdev=_opt(d.get("stdev")), se_log=_opt(d.get("se_log")),
-            df=_opt(d.get("df")), ci=None if ci is None else (float(ci[0]), float(ci[1])),
-            confidence=_opt(d.get("confidence")),
+            value=float(d["value"]), n=int(d.get("n", 1) or 1), mean=opt_float(d.get("mean")),
+            median=opt_float(d.get("median")), stdev=opt_float(d.get("stdev")), se_log=opt_float(d.get("se_log")),
+            df=opt_float(d.get("df")), ci=None if ci is None else (float(ci[0]), float(ci[1])),
+            confidence=opt_float(d.get("confidence")),
             sample=[float(v) for v in d.get("sample", []) or []],
-            runs=int(d.get("runs", 1) or 1), between=_opt(d.get("between")),
+            runs=int(d.get("runs", 1) or 1), between=opt_float(d.get("between")),
         )
 
 
-def _opt(v: Any) -> Optional[float]:
+def opt_float(v: Any) -> Optional[float]:
     return None if v is None else float(v)
 
 
@@ -366,8 +223,9 @@ def _window_column(measurement: Any, series: Dict[str, Any], values: Any) -> np.
     return y[np.isfinite(y)]
 
 
-def _temperature_column(series: Dict[str, Any]) -> Optional[List[Optional[float]]]:
-    temps = series.get("temps_c") or {}
+def _hottest_column(series: Dict[str, Any], group: str) -> Optional[List[Optional[float]]]:
+    """The hottest of a group of columns (``temps_c``: one per sensor) at each time."""
+    temps = series.get(group) or {}
     cols = [np.array([np.nan if v is None else float(v) for v in col], dtype=float)
             for col in temps.values() if col]
     if not cols:
@@ -379,77 +237,166 @@ def _temperature_column(series: Dict[str, Any]) -> Optional[List[Optional[float]
     return [None if not np.isfinite(v) else float(v) for v in hottest]
 
 
-_SERIES_COLUMN = {"power": "board_power_w", "power_peak": "board_power_w", "gpu_util": "gpu_util",
-                  "memory": "memory_bytes"}
-_SERIES_MEAN = ("power", "gpu_util")
-_SERIES_PEAK = ("power_peak", "memory", "temperature")
+#: ``Metric.reduction`` -> the column of the series it reduces, where that is not one column.
+_COLUMNS = {"hottest": _hottest_column}
 
 
-def _series_error(measurement: Any, metric: str, value: float) -> Optional[Tuple[float, float, int]]:
-    """(se_log, df, n) of a telemetry metric from its sample series, or None without one."""
+def _series_samples(measurement: Any, row: Metric) -> Optional[np.ndarray]:
+    """The window's samples of the row's telemetry series column, or None without them. None too
+    when the value is not the telemetry summary's own figure (memory falls back to a worker's RSS
+    or the engine's estimate): the series' error would not be its error."""
     series = _series(measurement)
-    if series is None or value <= 0:
+    if series is None or not row.series:
         return None
-    if metric == "temperature":
-        col = _temperature_column(series)
-    else:
-        col = series.get(_SERIES_COLUMN[metric])
+    if row.summary and getattr(getattr(measurement, "telemetry", None), row.summary, None) is None:
+        return None
+    reader = _COLUMNS.get(row.reduction or "")
+    col = reader(series, row.series) if reader else series.get(row.series)
     if col is None:
         return None
     y = _window_column(measurement, series, col)
-    if metric == "memory" and getattr(getattr(measurement, "telemetry", None), "memory_peak_bytes", None) is None:
-        return None  # the value is not the series' peak (a worker's RSS, the engine's estimate)
-    if y.size < MIN_SAMPLES_FOR_ERROR:
+    return y if y.size >= MIN_SAMPLES_FOR_ERROR else None
+
+
+# -- the estimators: Metric.estimator -> (se_log, df, samples behind it or None) -------------------
+Estimate = Optional[Tuple[float, float, Optional[int]]]
+
+
+def _series_mean(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    y = _series_samples(measurement, row)
+    if y is None:
         return None
-    if metric in _SERIES_MEAN:
-        se, df, _ = batch_means_se(y)
-        return se / value, df, int(y.size)
-    se, df = peak_se(y)
-    if not math.isfinite(se):
-        return None
+    se, df, _ = batch_means_se(y)
     return se / value, df, int(y.size)
 
 
-# -- one metric -------------------------------------------------------------------------------------
+def _series_peak(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    y = _series_samples(measurement, row)
+    if y is None:
+        return None
+    se, df = peak_se(y)
+    return (se / value, df, int(y.size)) if math.isfinite(se) else None
+
+
 def _throughput_error(measurement: Any, value: float) -> Optional[Tuple[float, float]]:
     """(se_log, df) of throughput: batch / mean latency, so the mean latency's relative error; a
     pool's is its workers' (each from its own iterations) added in quadrature."""
     workers = getattr(measurement, "workers", None)
     if workers:
-        # A pool's throughput is the sum of its workers'; their latencies are pooled worker after
-        # worker, so batch means over the pooled list would mistake two tenants' different speeds
-        # for noise.
-        var, dfs = 0.0, []
-        for w in workers:
-            lat = np.asarray(w.latencies or [], dtype=float)
-            lat = lat[np.isfinite(lat)]
-            thr = w.throughput
-            if thr is None or lat.size < MIN_SAMPLES_FOR_ERROR or lat.mean() <= 0:
-                return None
-            se_mean, df, _ = batch_means_se(lat)
-            var += (thr * se_mean / float(lat.mean())) ** 2
-            dfs.append(df)
-        return math.sqrt(var) / value, float(min(dfs))
-    lat = np.asarray(getattr(measurement, "latencies", None) or [], dtype=float)
-    lat = lat[np.isfinite(lat)]
-    if lat.size >= MIN_SAMPLES_FOR_ERROR and lat.mean() > 0:
-        se_mean, df, _ = batch_means_se(lat)
-        return se_mean / float(lat.mean()), df
-    return None
+        return _pool_throughput_error(workers, value)
+    return _latency_mean_error(getattr(measurement, "latencies", None))
 
 
-def _slowest_worker_error(measurement: Any) -> Optional[Tuple[float, float]]:
-    """(se_log, df) of a pool's per-process throughput (its slowest worker): that worker's own."""
-    workers = [w for w in getattr(measurement, "workers", None) or [] if w.throughput]
-    if not workers:
-        return None
-    slowest = min(workers, key=lambda w: w.throughput)
-    lat = np.asarray(slowest.latencies or [], dtype=float)
+def _latency_mean_error(latencies: Any) -> Optional[Tuple[float, float]]:
+    """(se_log, df) of the mean of a latency list, by batch means; None when too short."""
+    lat = np.asarray(latencies or [], dtype=float)
     lat = lat[np.isfinite(lat)]
     if lat.size < MIN_SAMPLES_FOR_ERROR or lat.mean() <= 0:
         return None
     se_mean, df, _ = batch_means_se(lat)
     return se_mean / float(lat.mean()), df
+
+
+def _pool_throughput_error(workers: Sequence[Any], value: float) -> Optional[Tuple[float, float]]:
+    # A pool's throughput is the sum of its workers'; their latencies are pooled worker after
+    # worker, so batch means over the pooled list would mistake two tenants' different speeds
+    # for noise.
+    var, dfs = 0.0, []
+    for w in workers:
+        err = _latency_mean_error(w.latencies) if w.throughput is not None else None
+        if err is None:
+            return None
+        var += (w.throughput * err[0]) ** 2
+        dfs.append(err[1])
+    return math.sqrt(var) / value, float(min(dfs))
+
+
+def _throughput(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    err = _throughput_error(measurement, value)
+    return None if err is None else (err[0], err[1], None)
+
+
+def _slowest_worker(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    """A pool's per-process throughput (its slowest worker): that worker's own error."""
+    workers = [w for w in getattr(measurement, "workers", None) or [] if w.throughput]
+    if not workers:
+        return None
+    err = _latency_mean_error(min(workers, key=lambda w: w.throughput).latencies)
+    return None if err is None else (err[0], err[1], None)
+
+
+def _batch_means(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    if x.size < MIN_SAMPLES_FOR_ERROR or not float(x.mean()):
+        return None
+    se_mean, df, _ = batch_means_se(x)
+    return se_mean / abs(float(x.mean())), df, None
+
+
+def _order_statistics(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    if x.size < MIN_SAMPLES_FOR_ERROR or row.quantile is None:
+        return None
+    _, df, inflation = batch_means_se(x)
+    se_log, df_q = _quantile_se(x, value, row.quantile, inflation, df)
+    return se_log, df_q, None
+
+
+def _block_peaks(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    if x.size < MIN_SAMPLES_FOR_ERROR:
+        return None
+    se, df = peak_se(x)
+    return (se / value, df, None) if math.isfinite(se) else None
+
+
+def _ratio(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    """A quotient (energy per item = mean power / throughput): the two relative errors add in
+    quadrature (they move together under DVFS, so this errs on the cautious side); the samples
+    behind it are the numerator's."""
+    found = [_estimate(measurement, METRICS[part]) for part in row.parts]
+    if any(f is None for f in found):
+        return None
+    num, den = found
+    return math.hypot(num[0], den[0]), min(num[1], den[1]), num[2]
+
+
+def _no_error(measurement: Any, row: Metric, value: float, x: np.ndarray) -> Estimate:
+    return None
+
+
+#: ``Metric.estimator`` -> how the error of a value is estimated (``metrics.ESTIMATORS``).
+ESTIMATORS: Dict[str, Callable[[Any, Metric, float, np.ndarray], Estimate]] = {
+    "batch_means": _batch_means,
+    "order_statistics": _order_statistics,
+    "block_peaks": _block_peaks,
+    "series_mean": _series_mean,
+    "series_peak": _series_peak,
+    "throughput": _throughput,
+    "slowest_worker": _slowest_worker,
+    "ratio": _ratio,
+    "none": _no_error,
+}
+
+
+def _finite_samples(measurement: Any, metric: str) -> np.ndarray:
+    samples = measurement.metric_samples(metric)
+    x = np.asarray(samples if samples else [], dtype=float)
+    return x[np.isfinite(x)]
+
+
+def _estimate(measurement: Any, row: Metric) -> Estimate:
+    """The error of one metric of a measurement by its row's estimator (None: no value, or none)."""
+    value = measurement.metric(row.name)
+    if value is None or not math.isfinite(value) or value <= 0:
+        return None
+    return ESTIMATORS[row.estimator](measurement, row, float(value), _finite_samples(measurement, row.name))
+
+
+# -- one metric -------------------------------------------------------------------------------------
+def _describe(st: MetricStats, x: np.ndarray, keep_sample: bool) -> None:
+    st.mean = float(x.mean())
+    st.median = float(np.median(x))
+    st.stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    if keep_sample:
+        st.sample = compact(x)
 
 
 def metric_stats(measurement: Any, metric: str, confidence: float = 0.99,
@@ -459,49 +406,16 @@ def metric_stats(measurement: Any, metric: str, confidence: float = 0.99,
     value = measurement.metric(metric)
     if value is None or not math.isfinite(value):
         return None
-    samples = measurement.metric_samples(metric)
-    x = np.asarray(samples if samples else [], dtype=float)
-    x = x[np.isfinite(x)]
+    x = _finite_samples(measurement, metric)
     st = MetricStats(value=float(value), n=int(x.size) if x.size else 1)
     if x.size:
-        st.mean = float(x.mean())
-        st.median = float(np.median(x))
-        st.stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
-        if keep_sample:
-            st.sample = compact(x)
+        _describe(st, x, keep_sample)
     row = METRICS[metric]
-    err: Optional[Tuple[float, float]] = None
-    if value > 0:
-        if metric == "throughput":
-            err = _throughput_error(measurement, value)
-        elif metric == "per_process_throughput":
-            err = _slowest_worker_error(measurement)
-        elif metric == "energy":
-            # energy per item = mean power / throughput: the two relative errors add (in
-            # quadrature; they move together under DVFS, so this errs on the cautious side)
-            p = _series_error(measurement, "power", float(measurement.metric("power") or 0.0))
-            thr = measurement.metric("throughput")
-            t = _throughput_error(measurement, float(thr)) if thr else None
-            if p is not None and t is not None:
-                err = (math.hypot(p[0], t[0]), min(p[1], t[1]))
-                st.n = p[2]
-        elif metric in _SERIES_COLUMN or metric == "temperature":
-            found = _series_error(measurement, metric, float(value))
-            if found is not None:
-                err = (found[0], found[1])
-                st.n = found[2]
-        elif metric == "latency_max" and x.size >= MIN_SAMPLES_FOR_ERROR:
-            se, df = peak_se(x)
-            if math.isfinite(se):
-                err = (se / value, df)
-        elif x.size >= MIN_SAMPLES_FOR_ERROR:
-            se_mean, df, inflation = batch_means_se(x)
-            if row.estimator == "mean" and st.mean:
-                err = (se_mean / abs(st.mean), df)
-            elif row.estimator == "quantile" and row.quantile is not None:
-                err = _quantile_se(x, float(value), row.quantile, inflation, df)
+    err = ESTIMATORS[row.estimator](measurement, row, float(value), x) if value > 0 else None
     if err is not None:
         st.se_log, st.df = float(err[0]), float(err[1])
+        if err[2] is not None:
+            st.n = err[2]
         st.ci = st.interval(confidence)
         st.confidence = confidence
     return st

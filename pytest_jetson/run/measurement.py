@@ -8,13 +8,14 @@ items (batch x iterations) per second of the measurement window.
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
 from ..metrics import METRICS
 
 SCHEMA_VERSION = 1
+
 
 def _percentile(values: np.ndarray, q: float) -> Optional[float]:
     if values.size == 0:
@@ -107,6 +108,10 @@ class Measurement:
         lat = self._lat()
         return float(lat.max()) if lat.size else None
 
+    def _summary_value(self, metric: str) -> Optional[float]:
+        """The telemetry summary field the metric's row names (``Metric.summary``)."""
+        return self._telemetry_value(METRICS[metric].summary or "")
+
     def _telemetry_value(self, attr: str) -> Optional[float]:
         value = getattr(self.telemetry, attr, None) if self.telemetry is not None else None
         if value is None:
@@ -118,7 +123,7 @@ class Measurement:
     def memory(self) -> Optional[float]:
         """Peak memory in bytes: telemetry's peak where sampled, else the process's own peak RSS
         (pool workers), else what the engine reports."""
-        peak = self._telemetry_value("memory_peak_bytes")
+        peak = self._summary_value("memory")
         if peak is not None:
             return peak
         rss = self.extra.get("peak_rss_bytes")
@@ -129,11 +134,11 @@ class Measurement:
     @property
     def power(self) -> Optional[float]:
         """Mean board power in W over the run."""
-        return self._telemetry_value("power_mean_w")
+        return self._summary_value("power")
 
     @property
     def power_peak(self) -> Optional[float]:
-        return self._telemetry_value("power_peak_w")
+        return self._summary_value("power_peak")
 
     @property
     def energy(self) -> Optional[float]:
@@ -145,11 +150,11 @@ class Measurement:
 
     @property
     def gpu_util(self) -> Optional[float]:
-        return self._telemetry_value("gpu_util_mean")
+        return self._summary_value("gpu_util")
 
     @property
     def temperature(self) -> Optional[float]:
-        return self._telemetry_value("temperature_max_c")
+        return self._summary_value("temperature")
 
     @property
     def per_process_throughput(self) -> Optional[float]:
@@ -174,29 +179,31 @@ class Measurement:
         return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
     def metric(self, name: str) -> Optional[float]:
-        """The value of a perf metric by name (None where nothing measured it)."""
-        if name not in METRICS:
+        """The value of a perf metric by name (None where nothing measured it): the attribute of
+        that name, else what its row says (a telemetry summary field, a reduction of its samples)."""
+        row = METRICS.get(name)
+        if row is None:
             raise KeyError(name)  # the table in pytest_jetson.metrics names every metric
-        value = getattr(self, name)
+        if isinstance(getattr(type(self), name, None), property):
+            value = getattr(self, name)
+        elif row.summary:
+            value = self._telemetry_value(row.summary)
+        else:
+            value = _reduce(self.metric_samples(name), row)
         if isinstance(value, Spread):
             return value.min
         return value
 
     def metric_samples(self, name: str) -> Optional[List[float]]:
-        """Per-sample values of a metric, for rank tests: latencies for latency metrics, per-window
-        (or per-iteration) throughput for throughput; None where only a summary exists."""
-        if name == "latency_gpu":
-            return list(self.device_latencies) if self.device_latencies else None
-        if name == "latency_first":
+        """Per-sample values of a metric (its row's ``samples``), for rank tests and errors:
+        latencies for latency metrics, per-window (or per-iteration) throughput for throughput;
+        None where only a summary exists."""
+        source = METRICS[name].samples
+        if source is None:
             return None
-        if name.startswith("latency_"):
-            return list(self.latencies)
-        if name == "throughput":
-            if self.windows:
-                return list(self.windows)
-            lat = self._lat()
-            return [self.batch / x for x in lat if x > 0]
-        return None
+        if source.startswith("extra."):
+            return _numbers(self.extra.get(source[len("extra."):]))
+        return SAMPLERS[source](self)
 
     def summary(self) -> Dict[str, Optional[float]]:
         return {name: self.metric(name) for name in METRICS}
@@ -286,11 +293,6 @@ class PoolMeasurement(Measurement):
     def per_process_memory(self) -> List[Optional[float]]:
         return [w.memory for w in self.workers]
 
-    def metric_samples(self, name: str) -> Optional[List[float]]:
-        if name == "per_process_throughput":
-            return [w.throughput for w in self.workers if w.throughput is not None]
-        return super().metric_samples(name)
-
     def to_dict(self) -> Dict[str, Any]:
         d = super().to_dict()
         d["kind"] = "pool"
@@ -306,3 +308,54 @@ class PoolMeasurement(Measurement):
         kwargs["workers"] = [Measurement.from_dict(w) for w in d.get("workers", [])]
         kwargs["start_skew"] = d.get("start_skew")
         return cls(**kwargs)
+
+
+# -- what a metric's row reads ---------------------------------------------------------------------
+def _throughput_samples(m: Measurement) -> List[float]:
+    if m.windows:
+        return list(m.windows)
+    return [m.batch / x for x in m._lat() if x > 0]
+
+
+def _worker_throughputs(m: Measurement) -> Optional[List[float]]:
+    workers = getattr(m, "workers", None)
+    if workers is None:
+        return None
+    return [w.throughput for w in workers if w.throughput is not None]
+
+
+#: ``Metric.samples`` -> the per-iteration samples of a measurement (``metrics.SAMPLES``).
+SAMPLERS: Dict[str, Callable[[Measurement], Optional[List[float]]]] = {
+    "latencies": lambda m: list(m.latencies),
+    "device_latencies": lambda m: list(m.device_latencies) if m.device_latencies else None,
+    "throughput": _throughput_samples,
+    "workers": _worker_throughputs,
+}
+
+
+def _numbers(values: Any) -> Optional[List[float]]:
+    if not isinstance(values, (list, tuple)):
+        return None
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def _quantile(x: np.ndarray, row: Any) -> Optional[float]:
+    return _percentile(x, 100.0 * float(row.quantile if row.quantile is not None else 0.5))
+
+
+#: ``Metric.reduction`` -> the value of a finite, non-empty sample array.
+_REDUCTIONS: Dict[str, Callable[[np.ndarray, Any], Optional[float]]] = {
+    "mean": lambda x, row: float(x.mean()),
+    "quantile": _quantile,
+    "peak": lambda x, row: float(x.max()),
+}
+
+
+def _reduce(samples: Optional[List[float]], row: Any) -> Optional[float]:
+    """A plugin metric's value from its samples, by its row's reduction."""
+    reduce = _REDUCTIONS.get(row.reduction or "")
+    x = np.asarray(samples or [], dtype=float)
+    x = x[np.isfinite(x)]
+    if reduce is None or not x.size:
+        return None
+    return reduce(x, row)

@@ -1,0 +1,84 @@
+"""What a stored entry must look like: every field's type checked, so that a hand-edited or
+damaged baseline is a ``BaselineError`` naming the file, the entry, the field and the fix."""
+
+import math
+from pathlib import Path
+from typing import Any, Dict
+
+from ..errors import BaselineError
+
+FIX_UNREADABLE = ("restore it from version control (git checkout -- {path}), or delete it and "
+                  "re-record with --jetson-update-baselines")
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def _type(x: Any) -> str:
+    return "null" if x is None else type(x).__name__
+
+
+def validate_entry(path: Path, key: str, entry: Any, schema: int) -> None:
+    """Raise BaselineError naming the file, the entry, the field and the fix when ``entry`` is not
+    a baseline entry of ``schema``."""
+    bad = _Complaint(path, key)
+    if not isinstance(entry, dict):
+        raise BaselineError(f"{bad.where}: expected an object with 'metrics', got {_type(entry)}; {bad.fix}")
+    _check_fields(entry, bad)
+    for name, m in entry["metrics"].items():
+        _check_metric(f"metric {name!r}: ", m, schema, bad)
+    _check_samples(entry.get("samples", {}), bad)
+
+
+class _Complaint:
+    """The error about one field of one entry: where, what it must be, what it is, the fix."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.where = f"baseline file {path}, entry {key!r}"
+        self.fix = (f"fix the field or delete the entry and re-record it (--jetson-update-baselines); "
+                    f"{FIX_UNREADABLE.format(path=path)}")
+
+    def __call__(self, field_: str, want: str, got: Any) -> BaselineError:
+        return BaselineError(f"{self.where}: {field_} must be {want}, got {got!r} ({_type(got)}); {self.fix}")
+
+
+def _check_fields(entry: Dict[str, Any], bad: _Complaint) -> None:
+    if not isinstance(entry.get("metrics"), dict):
+        raise bad("'metrics'", "an object of metric name to numbers", entry.get("metrics"))
+    if "fingerprint" in entry and not isinstance(entry["fingerprint"], dict):
+        raise bad("'fingerprint'", "an object (device, power_mode, precision, ...)", entry["fingerprint"])
+    for name in ("measurement", "recorded"):
+        if name in entry and entry[name] is not None and not isinstance(entry[name], str):
+            raise bad(f"'{name}'", "a string", entry[name])
+
+
+def _whole(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
+def _check_metric(at: str, m: Any, schema: int, bad: _Complaint) -> None:
+    if not isinstance(m, dict):
+        raise bad(at + "the entry", "an object with 'value'", m)
+    if not _number(m.get("value")):
+        raise bad(at + "'value'", "a finite number", m.get("value"))
+    if not _whole(m.get("n", 1)):
+        raise bad(at + "'n'", "a whole number >= 1", m.get("n", 1))
+    for f in ("se_log", "df", "between", "mean", "median", "stdev", "confidence"):
+        if m.get(f) is not None and (not _number(m[f]) or m[f] < 0):
+            raise bad(at + f"'{f}'", "a number >= 0 or null", m[f])
+    if not _whole(m.get("runs", 1)):
+        raise bad(at + "'runs'", "a whole number >= 1", m.get("runs", 1))
+    ci = m.get("ci")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_number(v) for v in ci)):
+        raise bad(at + "'ci'", "null or a list of two numbers [low, high]", ci)
+    if schema == 1 and m.get("sample") is not None and not isinstance(m["sample"], str):
+        raise bad(at + "'sample'", "null or the name of a sample in 'samples' ('latency', ...)", m["sample"])
+
+
+def _check_samples(samples: Any, bad: _Complaint) -> None:
+    if samples is not None and not isinstance(samples, dict):
+        raise bad("'samples'", "an object of sample name to a list of numbers", samples)
+    for kind, values in (samples or {}).items():
+        if not isinstance(values, list) or not all(_number(v) for v in values):
+            raise bad(f"sample {kind!r}", "a list of finite numbers", values)
