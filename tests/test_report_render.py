@@ -14,10 +14,9 @@ FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True}
 def result(nodeid, outcome, change=None, series=False):
     lat = list(np.random.default_rng(0).lognormal(-4.6, 0.05, 300))
     m = Measurement(name="m", batch=8, latencies=lat, duration=float(sum(lat)), items=2400)
-    d = dict(m.to_dict(), key=nodeid)
     if series:
         t = [0.1 * i for i in range(30)]
-        d["extra"] = {"telemetry_series": {"clock": "virtual", "t": t, "board_power_w": [7.0 + 0.01 * i for i in range(30)],
+        m.extra = {"telemetry_series": {"clock": "virtual", "t": t, "board_power_w": [7.0 + 0.01 * i for i in range(30)],
                                            "gpu_util": [90.0] * 30, "gpu_clock_mhz": [None] * 30,
                                            "temps_c": {"gpu": [50.0 + 0.1 * i for i in range(30)]}}}
     reason = {"pass": "within_tolerance", "fail": "regression", "skip": "no_baseline"}[outcome]
@@ -27,7 +26,7 @@ def result(nodeid, outcome, change=None, series=False):
                 worse=None if change is None else -change, basis="values",
                 detail="no baseline for orin-nano-8gb" if outcome == "skip" else "",
                 measurement=nodeid, test=nodeid)
-    return TestResult(nodeid=nodeid, keys=[nodeid], measurements=[d], verdicts=[v], fingerprint=FP)
+    return TestResult(nodeid=nodeid, keys=[nodeid], measurements=[m], verdicts=[v], fingerprint=FP)
 
 
 def counts(results):

@@ -77,7 +77,7 @@ def _clean(x: Any) -> Any:
 
 
 def _test(result: Any) -> Dict[str, Any]:
-    d = result.to_dict()
+    d = result.to_json()
     for vd, v in zip(d["verdicts"], result.verdicts):
         vd["message"] = message(v)
     return d
@@ -135,14 +135,3 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
     if not isinstance(doc.get("tests"), list):
         raise BaselineError(f"report {path}: 'tests' must be a list; re-create the report")
     return doc
-
-
-def measurements_by_key(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """Every measurement of a report by its baseline key."""
-    out: Dict[str, Dict[str, Any]] = {}
-    for t in report.get("tests", []):
-        for m in t.get("measurements", []):
-            out[m.get("key") or t["nodeid"]] = m
-    return out
-
-
