@@ -30,10 +30,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     points: List[Point] = []
     seen: List[str] = []
     for run, doc in zip(runs, docs):
-        for test, m in iter_measurements(doc):
+        for test, key, m in iter_measurements(doc):
             seen += models_of(m)
             if matches(m, args.models or []):
-                points.append(Point(m, run, test))
+                points.append(Point(m, run, test, key))
     if args.models:
         why = check_known(args.models, seen, ", ".join(map(str, args.reports)))
         if why:

@@ -84,10 +84,14 @@ class TestResult:
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "TestResult":
+        stored = list(d.get("measurements", []))
+        keys = list(d.get("keys", []))
+        if len(keys) != len(stored):  # each serialised measurement names its own key too
+            keys = [m.get("key") or d["nodeid"] for m in stored]
         return cls(
             nodeid=d["nodeid"],
-            measurements=[Measurement.from_dict(m) for m in d.get("measurements", [])],
-            keys=list(d.get("keys", [])), fingerprint=dict(d.get("fingerprint", {})),
+            measurements=[Measurement.from_dict(m) for m in stored],
+            keys=keys, fingerprint=dict(d.get("fingerprint", {})),
             bounds=list(d.get("bounds", [])),
             verdicts=[Verdict.from_dict(v) for v in d.get("verdicts", [])],
             baseline_file=d.get("baseline_file"), staged=dict(d.get("staged") or {}),

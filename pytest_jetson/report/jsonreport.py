@@ -51,10 +51,11 @@ import datetime as _dt
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
+from ..gate.session import TestResult
 from .counts import TestCounts, from_results
 from .render import message
 
@@ -135,3 +136,17 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
     if not isinstance(doc.get("tests"), list):
         raise BaselineError(f"report {path}: 'tests' must be a list; re-create the report")
     return doc
+
+
+def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult]:
+    """A report's tests as gate results (``Measurement`` and ``Verdict`` objects); a test the
+    report holds in another shape is a BaselineError naming the file and the test."""
+    out = []
+    for t in doc.get("tests", []):
+        try:
+            out.append(TestResult.from_json(t))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            nodeid = t.get("nodeid", "?") if isinstance(t, dict) else "?"
+            raise BaselineError(f"report {path}: test {nodeid} cannot be read ({type(exc).__name__}: {exc}); "
+                                f"re-create the report with pytest --jetson-report-json") from None
+    return out
