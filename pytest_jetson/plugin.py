@@ -631,6 +631,7 @@ class PerfSession:
         measurements = list(recorder.measurements) if recorder is not None else []
         if not bounds and not measurements:
             return
+        from .gate.verdict import fails
         from .report import render
         from .report.junit import properties
 
@@ -649,7 +650,7 @@ class PerfSession:
             rep.outcome = "failed"
             rep.longrepr = render.failure_section(result, policy)
         for v in result.verdicts:
-            if v.outcome == "inconclusive" and policy == "pass":
+            if v.outcome_row.needs_look and not fails(v.outcome, policy):  # passes, needs a look
                 item.warn(pytest.PytestWarning(render.warning(v)))
         for note in result.notes:
             item.warn(pytest.PytestWarning(note))
