@@ -60,6 +60,30 @@ def test_terminal_table_shows_every_bound_with_all():
     assert "-v lists every bound" not in lines[-1]
 
 
+@pytest.mark.parametrize("name, reason, label, icon, listed", [
+    ("error", "cannot_check", "ERROR", "❌", True),
+    ("fail", "regression", "FAIL", "❌", True),
+    ("inconclusive", "inconclusive", "inconclusive", "⚠️", True),
+    ("skip", "no_baseline", "skip", "⏭️", False),
+    ("recorded", "recorded", "recorded", "📝", False),
+    ("pass", "within_tolerance", "pass", "✅", False),
+])
+def test_every_report_words_an_outcome_by_its_row(name, reason, label, icon, listed):
+    """The terminal and Markdown print an outcome's label (and icon) and list by default only
+    the outcomes that need a look."""
+    r = result("t.py::test_x", "pass", 0.01)
+    v = r.verdicts[0]
+    v.outcome, v.reason = name, reason
+    default = terminal.rows([r])
+    everything = terminal.rows([r], show="all")
+    assert everything[1][-1] == label
+    assert (len(default) > 0) is listed
+    md = markdown.render([r], FP)
+    problems = md.split("<details>")[0]
+    assert (f"| {icon} {label} |" in problems) is listed
+    assert f"| {icon} {label} |" in md
+
+
 @pytest.mark.parametrize("width", [60, 80, 100, 152])
 def test_terminal_table_fits_the_width(width):
     long_id = "tests/perf/test_orin_nano_concurrency.py::test_concurrent_processes[fcn_resnet50-int8-p4]"

@@ -30,13 +30,14 @@ from .models import looks_like_path
 from .text import natural_key
 
 
-def iter_measurements(doc: Any) -> Iterator[Tuple[str, str, Measurement]]:
-    """(test node id, baseline key, measurement) for every measurement a report holds."""
-    for t in doc.get("tests", []) if isinstance(doc, dict) else []:
-        nodeid = t.get("nodeid", "")
-        for d in t.get("measurements", []) or []:
-            if isinstance(d, dict) and "latencies" in d and "batch" in d:
-                yield nodeid, d.get("key") or nodeid, Measurement.from_dict(d)
+def iter_measurements(doc: Any, path: Any = "") -> Iterator[Tuple[str, str, Measurement]]:
+    """(test node id, baseline key, measurement) for every measurement a report holds; a test the
+    report holds in another shape is a BaselineError naming ``path``."""
+    from .jsonreport import results
+
+    for r in results(doc, path):
+        for key, m in r.keyed():
+            yield r.nodeid, key, m
 
 
 def model_label(model: str) -> str:
@@ -116,7 +117,7 @@ def load_report(path: Path) -> Dict[str, Any]:
 
 def load_points(path: Path, run: str = "") -> List[Point]:
     doc = load_report(Path(path))
-    return [Point(m, run or Path(path).stem, test, key) for test, key, m in iter_measurements(doc)]
+    return [Point(m, run or Path(path).stem, test, key) for test, key, m in iter_measurements(doc, path)]
 
 
 def pareto_front(points: Sequence[Tuple[float, float]]) -> List[int]:
@@ -404,7 +405,7 @@ def _measurements(plt: Any, points: List[Point], runs: Sequence[str], out: Path,
 
 def _comparison(plt: Any, docs: Sequence[Dict[str, Any]], runs: Sequence[str], out: Path,
                 written: List[Path], skipped: List[str]) -> None:
-    from ..gate.verdict import Verdict
+    from .jsonreport import results
     from .plots import comparison, verdict_label
 
     if len(docs) == 2:
@@ -414,9 +415,8 @@ def _comparison(plt: Any, docs: Sequence[Dict[str, Any]], runs: Sequence[str], o
         rows = [(verdict_label(v.test, v), v) for v in verdicts]
         title = f"{runs[1]} against {runs[0]}"
     else:
-        rows = [(verdict_label(t.get("nodeid", ""), v), v) for t in docs[-1].get("tests", [])
-                for v in (Verdict.from_dict(d) for d in t.get("verdicts", []))
-                if v.kind == "relative" and v.baseline is not None]
+        rows = [(verdict_label(r.nodeid, v), v) for r in results(docs[-1], runs[-1])
+                for v in r.verdicts if v.kind == "relative" and v.baseline is not None]
         title = f"{runs[-1]} against its baselines"
     path = comparison(plt, rows, out / "comparison.png", title)
     if path is None:
