@@ -640,12 +640,13 @@ class PerfSession:
         measurements = list(recorder.measurements) if recorder is not None else []
         if not bounds and not measurements:
             return
+        from .gate.verdict import fails
         from .report import render
         from .report.junit import properties
 
         result = self.gate().evaluate(self.key(item.nodeid), bounds, measurements, body_passed=rep.passed,
                                       test_name=item.name)
-        rep.jetson = result.to_dict()
+        rep.jetson = result
         for name, value in properties(result):
             item.user_properties.append((name, value))
         if not rep.passed:
@@ -658,7 +659,7 @@ class PerfSession:
             rep.outcome = "failed"
             rep.longrepr = render.failure_section(result, policy)
         for v in result.verdicts:
-            if v.outcome == "inconclusive" and policy == "pass":
+            if v.outcome_row.needs_look and not fails(v.outcome, policy):  # passes, needs a look
                 item.warn(pytest.PytestWarning(render.warning(v)))
         for note in result.notes:
             item.warn(pytest.PytestWarning(note))
@@ -670,11 +671,27 @@ class PerfSession:
             self.counts.add(report.nodeid, category if isinstance(category, str) else category[0])
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.ran.append(report.nodeid)
-            data = getattr(report, "jetson", None)
-            if data is not None:
-                from .gate.session import TestResult
+            result = getattr(report, "jetson", None)
+            if result is not None:
+                self.results.append(result)
 
-                self.results.append(TestResult.from_dict(data))
+    # -- the pytest-xdist boundary: the one place a result is serialised (besides report files) --
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_report_to_serializable(self, config, report):
+        outcome = yield
+        data = outcome.get_result()
+        result = data.get("jetson") if isinstance(data, dict) else None
+        if result is not None and hasattr(result, "to_json"):
+            data["jetson"] = result.to_json()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_report_from_serializable(self, config, data):
+        outcome = yield
+        report = outcome.get_result()
+        if isinstance(getattr(report, "jetson", None), dict):
+            from .gate.session import TestResult
+
+            report.jetson = TestResult.from_json(report.jetson)
 
     def pytest_deselected(self, items):
         self.deselected += len(items)

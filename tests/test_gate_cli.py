@@ -33,7 +33,7 @@ def report(path, scales, seed=0, fp=FP):
     for i, (name, scale) in enumerate(scales.items()):
         m = measurement(scale, seed=seed + i)
         key = f"tests/perf/test_x.py::{name}"
-        results.append(TestResult(nodeid=key, keys=[key], measurements=[dict(m.to_dict(), key=key)],
+        results.append(TestResult(nodeid=key, keys=[key], measurements=[m],
                                   fingerprint=baseline.fingerprint(m, fp),
                                   bounds=[{"metric": "throughput", "kind": "relative", "tolerance": 0.1}]))
     jsonreport.write(path, jsonreport.build(results, Settings(), Device()))
@@ -114,7 +114,7 @@ def model_report(path, models, seed=0, scale=1.0):
         m = measurement(scale, seed=seed + i)
         m.model = model
         key = f"tests/perf/test_x.py::test_{i}"
-        results.append(TestResult(nodeid=key, keys=[key], measurements=[dict(m.to_dict(), key=key)],
+        results.append(TestResult(nodeid=key, keys=[key], measurements=[m],
                                   fingerprint=baseline.fingerprint(m, FP)))
     jsonreport.write(path, jsonreport.build(results, Settings(), Device()))
     return path

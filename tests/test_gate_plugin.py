@@ -329,6 +329,47 @@ def test_xdist_workers_updating_one_file_lose_nothing(suite):
     r.stdout.fnmatch_lines(["*pytest-jetson perf gate*", "*baselines: wrote 12 entries*"])
 
 
+@pytest.mark.slow
+def test_results_cross_from_xdist_workers_whole(suite, monkeypatch):
+    """Results travel from the workers as objects serialised once: the reports a run under
+    ``-n 2`` writes say what a run without workers says, measurement for measurement."""
+    pytest.importorskip("xdist")
+    suite.makepyfile(test_suite='''
+        import os
+        import pytest
+        from perfhelp import mk
+
+        @pytest.mark.parametrize("i", range(3))
+        @pytest.mark.perf(throughput="5%", latency_p99="<= 30 ms")
+        def test_many(perf, i):
+            perf.record(mk(seed=i, scale=float(os.environ["SCALE"]) if i == 2 else 1.0))
+
+        @pytest.mark.perf(throughput="5%")
+        def test_two(perf):
+            perf.record(mk(name="small", seed=7, scale=1.0))
+            perf.record(mk(name="large", seed=8, scale=1.0))
+
+        def test_unbounded(perf):
+            perf.record(mk(seed=9, scale=1.0))
+    ''')
+    run(suite, "--jetson-update-baselines")
+    monkeypatch.setenv("SCALE", "1.3")
+    docs = {}
+    for name, extra in (("alone", ()), ("workers", ("-n", "2"))):
+        r = run(suite, *extra, "-p", "no:benchmark", "--jetson-report-json", f"{name}.json",
+                "--jetson-report-md", f"{name}.md")
+        r.assert_outcomes(passed=4, failed=1)
+        doc = json.loads((suite.path / f"{name}.json").read_text())
+        doc.pop("created")
+        doc["tests"].sort(key=lambda t: t["nodeid"])
+        docs[name] = doc
+        assert "test_suite.py::test_many[2]" in r.stdout.str().split("pytest-jetson perf gate")[1]
+    assert docs["workers"] == docs["alone"]
+    many = docs["workers"]["tests"][2]
+    assert many["outcome"] == "fail" and many["measurements"][0]["key"] == "test_suite.py::test_many[2]"
+    assert (suite.path / "workers.md").read_text() == (suite.path / "alone.md").read_text()
+
+
 def test_several_measurements_each_checked_and_keyed(suite, monkeypatch):
     suite.makepyfile(test_suite='''
         import os

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_jetson.cli import main as cli_main
 from pytest_jetson.report import history, trend
+from pytest_jetson.run.measurement import Measurement
 
 # Loaded at collection, before any in-process pytester run unloads what a test imported.
 pytest.importorskip("matplotlib").use("Agg")
@@ -115,8 +116,8 @@ def make_report(path, created, tests, device="orin-nano-8gb", mode="15W", schema
         "tests": [{
             "nodeid": nodeid, "outcome": "pass", "keys": [nodeid],
             "bounds": [{"metric": "throughput", "kind": "relative", "tolerance": 0.05}],
-            "measurements": [{"kind": "measurement", "key": nodeid, "batch": 1, "latencies": [],
-                              "summary": {"throughput": value}}],
+            "measurements": [dict(Measurement(name="m", batch=1, latencies=[], duration=1e6 / value,
+                                              items=10 ** 6).to_dict(), key=nodeid)],
             "verdicts": [{"metric": "throughput", "kind": "relative", "outcome": "pass", "reason": "within_tolerance",
                           "measurement": nodeid, "baseline": base, "tolerance": 0.05, "value": value,
                           "ci": [value * 0.995, value * 1.005]}],
@@ -187,6 +188,7 @@ def test_reports_of_different_devices_are_analysed_apart(tmp_path, capsys):
     ("binary", "is not JSON (binary content)"),
     ("other json", "is not a pytest-jetson report"),
     ("newer schema", "has schema 2; this pytest-jetson reads schema 1"),
+    ("broken test", "test t::a cannot be read (KeyError: 'duration')"),
 ])
 def test_bad_input_is_an_error_naming_the_file(tmp_path, capsys, bad, words):
     good = history_of(tmp_path, n=3)
@@ -198,6 +200,11 @@ def test_bad_input_is_an_error_naming_the_file(tmp_path, capsys, bad, words):
         path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
     elif bad == "newer schema":
         make_report(path, "2026-11-20T10:00:00Z", {}, schema=2)
+    elif bad == "broken test":
+        make_report(path, "2026-11-20T10:00:00Z", {"t::a": (1.0, 1.0)})
+        doc = json.loads(path.read_text())
+        del doc["tests"][0]["measurements"][0]["duration"]
+        path.write_text(json.dumps(doc))
     else:
         path.write_text("{nope" if bad == "not json" else '{"kind": "something else"}')
     assert cli_main(["history", *map(str, good), str(path), "--no-plots"]) == 2

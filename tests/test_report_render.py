@@ -14,10 +14,9 @@ FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True}
 def result(nodeid, outcome, change=None, series=False):
     lat = list(np.random.default_rng(0).lognormal(-4.6, 0.05, 300))
     m = Measurement(name="m", batch=8, latencies=lat, duration=float(sum(lat)), items=2400)
-    d = dict(m.to_dict(), key=nodeid)
     if series:
         t = [0.1 * i for i in range(30)]
-        d["extra"] = {"telemetry_series": {"clock": "virtual", "t": t, "board_power_w": [7.0 + 0.01 * i for i in range(30)],
+        m.extra = {"telemetry_series": {"clock": "virtual", "t": t, "board_power_w": [7.0 + 0.01 * i for i in range(30)],
                                            "gpu_util": [90.0] * 30, "gpu_clock_mhz": [None] * 30,
                                            "temps_c": {"gpu": [50.0 + 0.1 * i for i in range(30)]}}}
     reason = {"pass": "within_tolerance", "fail": "regression", "skip": "no_baseline"}[outcome]
@@ -27,7 +26,7 @@ def result(nodeid, outcome, change=None, series=False):
                 worse=None if change is None else -change, basis="values",
                 detail="no baseline for orin-nano-8gb" if outcome == "skip" else "",
                 measurement=nodeid, test=nodeid)
-    return TestResult(nodeid=nodeid, keys=[nodeid], measurements=[d], verdicts=[v], fingerprint=FP)
+    return TestResult(nodeid=nodeid, keys=[nodeid], measurements=[m], verdicts=[v], fingerprint=FP)
 
 
 def counts(results):
@@ -59,6 +58,30 @@ def test_terminal_table_shows_every_bound_with_all():
     assert tests == ["t.py::test_slow", "t.py::test_ok"]  # worst first
     assert any("1.0% better" in line for line in lines)
     assert "-v lists every bound" not in lines[-1]
+
+
+@pytest.mark.parametrize("name, reason, label, icon, listed", [
+    ("error", "cannot_check", "ERROR", "❌", True),
+    ("fail", "regression", "FAIL", "❌", True),
+    ("inconclusive", "inconclusive", "inconclusive", "⚠️", True),
+    ("skip", "no_baseline", "skip", "⏭️", False),
+    ("recorded", "recorded", "recorded", "📝", False),
+    ("pass", "within_tolerance", "pass", "✅", False),
+])
+def test_every_report_words_an_outcome_by_its_row(name, reason, label, icon, listed):
+    """The terminal and Markdown print an outcome's label (and icon) and list by default only
+    the outcomes that need a look."""
+    r = result("t.py::test_x", "pass", 0.01)
+    v = r.verdicts[0]
+    v.outcome, v.reason = name, reason
+    default = terminal.rows([r])
+    everything = terminal.rows([r], show="all")
+    assert everything[1][-1] == label
+    assert (len(default) > 0) is listed
+    md = markdown.render([r], FP)
+    problems = md.split("<details>")[0]
+    assert (f"| {icon} {label} |" in problems) is listed
+    assert f"| {icon} {label} |" in md
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 152])

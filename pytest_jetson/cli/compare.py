@@ -10,13 +10,17 @@ all. Exit status: 0 no regression, 1 regressions (or inconclusive comparisons wi
 import argparse
 import shutil
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError, BoundError
 from ..gate.bounds import parse
 from ..gate.reports import compare_reports, measurements_by_key
-from ..gate.verdict import worst
-from ..report import render
+from ..gate.verdict import fails, rank, worst
+from ..metrics import METRICS
+from ..report import jsonreport, render
+from ..report.models import check_known, matches, models_of
+from ..report.terminal import rows
+from ..report.text import Column, table
 
 
 def _print(lines: Sequence[str], out: Any = None) -> None:
@@ -47,15 +51,18 @@ class _Test:
 def _cells(v: Any, indent: str) -> List[str]:
     return [indent + v.metric, render.value_text(v.metric, v.baseline, v.ci),
             render.value_text(v.metric, v.value, v.ci), render.change_text(v.worse), v.bound,
-            render.label(v.outcome)]
+            v.outcome_row.label]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..report import jsonreport
-    from ..report.models import check_known, matches, models_of
-    from ..report.terminal import PROBLEMS, rows
-    from ..report.text import Column, table
+class _Usage(Exception):
+    """Input the comparison cannot start from (exit status 2)."""
 
+
+COLUMNS = (Column("test / metric"), Column("old", ">"), Column("new", ">"), Column("change"),
+           Column("tolerance", drop=1), Column("verdict"))
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pytest-jetson compare",
         description="Compare two pytest-jetson JSON reports (--jetson-report-json) with the gate's "
@@ -77,88 +84,111 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="compare measurements taken under different environments")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="list every compared metric, with its full message")
-    args = p.parse_args(argv)
-    try:
-        tol = parse("throughput", args.tolerance).tolerance
-        if tol is None:
-            raise BoundError("")
-    except BoundError:
-        sys.stderr.write(f"pytest-jetson compare: --tolerance {args.tolerance!r}: write a percentage such as 5%\n")
-        return 2
-    if not 0.5 <= args.confidence < 1:
-        sys.stderr.write("pytest-jetson compare: --confidence must be between 0.5 and 1, e.g. 0.99\n")
-        return 2
-    try:
-        old, new = jsonreport.load(args.old), jsonreport.load(args.new)
-    except BaselineError as exc:
-        sys.stderr.write(f"pytest-jetson compare: {exc}\n")
-        return 2
-    if args.metrics:
-        from ..metrics import METRICS
+    return p
 
-        bad = [m for m in args.metrics if m not in METRICS]
-        if bad:
-            sys.stderr.write(f"pytest-jetson compare: unknown metric {bad[0]!r}; known: {', '.join(METRICS)}\n")
-            return 2
+
+def _tolerance(text: str) -> float:
+    try:
+        tol = parse("throughput", text).tolerance
+    except BoundError:
+        tol = None
+    if tol is None:
+        raise _Usage(f"--tolerance {text!r}: write a percentage such as 5%")
+    return tol
+
+
+def _check_metrics(args: argparse.Namespace) -> None:
+    bad = [m for m in args.metrics or [] if m not in METRICS]
+    if bad:
+        raise _Usage(f"unknown metric {bad[0]!r}; known: {', '.join(METRICS)}")
+
+
+def _load(args: argparse.Namespace) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    try:
+        return jsonreport.load(args.old), jsonreport.load(args.new)
+    except BaselineError as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _by_test(verdicts: Sequence[Any]) -> List[_Test]:
+    by_test: Dict[str, _Test] = {}
+    for v in verdicts:
+        by_test.setdefault(v.test or v.measurement, _Test(v.test or v.measurement)).verdicts.append(v)
+    return list(by_test.values())
+
+
+def _only_in(args: argparse.Namespace, old_m: Dict[str, Any], new_m: Dict[str, Any]) -> List[str]:
+    """The measurements one report has and the other lacks."""
+    wanted = args.models or []
+    lines = [f"only in {args.old}: {k}" for k in sorted(set(old_m) - set(new_m)) if matches(old_m[k], wanted)]
+    return lines + [f"only in {args.new}: {k}" for k in sorted(set(new_m) - set(old_m)) if matches(new_m[k], wanted)]
+
+
+def _details(tests: Sequence[_Test], verdicts: Sequence[Any], verbose: bool) -> List[str]:
+    """Each comparison that needs a look (every one with ``verbose``) in a line; skipped ones once
+    per measurement and reason."""
+    shown = [v for t in sorted(tests, key=lambda t: t.nodeid) for v in t.verdicts
+             if v.outcome_row.needs_look or verbose]
+    skipped: Dict[Tuple[str, str], List[str]] = {}
+    details = []
+    for v in shown:
+        if not v.outcome_row.said_once:
+            details.append(f"{v.outcome} {v.measurement}: {render.headline(v)}")
+    said = [v for v in (shown if verbose else verdicts) if v.outcome_row.said_once]
+    for v in said:
+        skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
+    details += [f"skip {key} ({', '.join(names)}): {why}" for (key, why), names in skipped.items()]
+    return [""] + details if details else []
+
+
+def _summary(tests: Sequence[_Test], verdicts: Sequence[Any], bad: Sequence[Any], verbose: bool) -> str:
+    if not verdicts:
+        return "nothing to compare"
+    counts: Dict[str, int] = {}
+    for v in verdicts:
+        counts[v.outcome] = counts.get(v.outcome, 0) + 1
+    words = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: rank(kv[0])))
+    failing = sum(1 for t in tests if any(v in bad for v in t.verdicts))
+    line = f"tests: {len(tests)} compared, {failing} with a regression · metrics: {words}"
+    if not verbose and any(not v.outcome_row.needs_look for v in verdicts):
+        line += " · -v lists every metric"
+    return line
+
+
+def _compare(args: argparse.Namespace) -> Tuple[List[str], bool]:
+    """The lines to print and whether a comparison fails."""
+    tol = _tolerance(args.tolerance)
+    if not 0.5 <= args.confidence < 1:
+        raise _Usage("--confidence must be between 0.5 and 1, e.g. 0.99")
+    old, new = _load(args)
+    _check_metrics(args)
     new_m, old_m = measurements_by_key(new), measurements_by_key(old)
     wanted = args.models or []
     if wanted:
         seen = [m for md in list(new_m.values()) + list(old_m.values()) for m in models_of(md)]
         why = check_known(wanted, seen, f"{args.old} or {args.new}")
         if why:
-            sys.stderr.write(f"pytest-jetson compare: {why}\n")
-            return 2
+            raise _Usage(why)
     verdicts = compare_reports(old, new, tolerance=tol, confidence=args.confidence,
                                metrics=args.metrics, allow_env_mismatch=args.allow_env_mismatch)
     verdicts = [v for v in verdicts if matches(new_m.get(v.measurement, {}), wanted)]
-    by_test: Dict[str, _Test] = {}
-    for v in verdicts:
-        by_test.setdefault(v.test or v.measurement, _Test(v.test or v.measurement)).verdicts.append(v)
-    tests = list(by_test.values())
-    show = "all" if args.verbose else "problems"
-    columns = (Column("test / metric"), Column("old", ">"), Column("new", ">"), Column("change"),
-               Column("tolerance", drop=1), Column("verdict"))
+    tests = _by_test(verdicts)
     lines = [f"pytest-jetson compare: {args.old} -> {args.new}"]
-    body = rows(tests, show, cells=_cells)
+    body = rows(tests, "all" if args.verbose else "problems", cells=_cells)
     if body:
-        lines += table(columns, body, width=width())
-    for k in sorted(set(old_m) - set(new_m)):
-        if matches(old_m[k], wanted):
-            lines.append(f"only in {args.old}: {k}")
-    for k in sorted(set(new_m) - set(old_m)):
-        if matches(new_m[k], wanted):
-            lines.append(f"only in {args.new}: {k}")
-    shown = [v for t in sorted(tests, key=lambda t: t.nodeid) for v in t.verdicts
-             if v.outcome in ("fail", "error", "inconclusive") or args.verbose]
-    skipped: Dict[tuple, List[str]] = {}
-    details = []
-    for v in shown:
-        if v.outcome == "skip":
-            # one line per test and reason, not one per metric
-            skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
-            continue
-        details.append(f"{v.outcome} {v.measurement}: {render.headline(v)}")
-    for v in verdicts:
-        if v.outcome == "skip" and not args.verbose:
-            skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
-    details += [f"skip {key} ({', '.join(names)}): {why}" for (key, why), names in skipped.items()]
-    if details:
-        lines.append("")
-        lines += details
-    bad = [v for v in verdicts if v.outcome in ("fail", "error")
-           or (args.inconclusive == "fail" and v.outcome == "inconclusive")]
-    counts: Dict[str, int] = {}
-    for v in verdicts:
-        counts[v.outcome] = counts.get(v.outcome, 0) + 1
-    from ..gate.verdict import rank
+        lines += table(COLUMNS, body, width=width())
+    lines += _only_in(args, old_m, new_m) + _details(tests, verdicts, args.verbose)
+    bad = [v for v in verdicts if fails(v.outcome, args.inconclusive)]
+    lines.append(_summary(tests, verdicts, bad, args.verbose))
+    return lines, bool(bad)
 
-    words = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: rank(kv[0])))
-    failing = sum(1 for t in tests if any(v in bad for v in t.verdicts))
-    summary = (f"tests: {len(tests)} compared, {failing} with a regression · metrics: {words}"
-               if verdicts else "nothing to compare")
-    hidden = sum(1 for v in verdicts if v.outcome not in PROBLEMS)
-    if hidden and not args.verbose:
-        summary += " · -v lists every metric"
-    lines.append(summary)
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        lines, bad = _compare(args)
+    except _Usage as exc:
+        sys.stderr.write(f"pytest-jetson compare: {exc}\n")
+        return 2
     _print(lines)
     return 1 if bad else 0

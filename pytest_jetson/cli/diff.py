@@ -136,8 +136,7 @@ def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple
     return rows, worse, len(pairs)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pytest-jetson diff",
         description="Compare two sets of baselines (directories or git revisions): per test and metric, "
@@ -151,43 +150,59 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help=f"metrics to compare (default: {', '.join(DEFAULT_METRICS)}; 'all' for every one)")
     p.add_argument("--all", action="store_true", help="also list changes that are not significant")
     p.add_argument("--exit-code", action="store_true", help="exit 1 when a significant change made a metric worse")
-    args = p.parse_args(argv)
-    metrics = list(args.metrics or DEFAULT_METRICS)
+    return p
+
+
+def _metrics(asked: Optional[Sequence[str]]) -> List[str]:
+    """The metrics to compare; BaselineError naming an unknown one."""
+    metrics = list(asked or DEFAULT_METRICS)
     if metrics == ["all"]:
-        metrics = list(METRICS)
+        return list(METRICS)
     bad = [m for m in metrics if m not in METRICS]
     if bad:
-        sys.stderr.write(f"pytest-jetson diff: unknown metric {bad[0]!r}; known: {', '.join(METRICS)}\n")
-        return 2
+        raise BaselineError(f"unknown metric {bad[0]!r}; known: {', '.join(METRICS)}")
+    return metrics
+
+
+def _table(rows: List[List[str]], title: str) -> Tuple[str, List[str]]:
+    """The title (with the device when there is one) and the table of ``rows``."""
+    if not rows:
+        return title, []
+    if len({r[0] for r in rows}) == 1:  # one device: say it once, above the table
+        return f"{title} ({rows[0][0] or 'no device'})", table(_COLUMNS[1:], [r[1:] for r in rows], width=width())
+    return title, table(_COLUMNS, rows, width=width())
+
+
+def _only_in(old: Entries, new: Entries, old_name: str, new_name: str) -> List[str]:
+    lines = [f"only in {old_name}: {rel.split('/', 1)[0]} {key}" for rel, key in sorted(set(old) - set(new))]
+    return lines + [f"only in {new_name}: {rel.split('/', 1)[0]} {key}" for rel, key in sorted(set(new) - set(old))]
+
+
+def _summary(rows: List[List[str]], shown: int, worse: int, compared: int) -> str:
+    n_sig = sum(1 for r in rows if r[-1] == "yes")
+    hidden = len(rows) - shown
+    summary = (f"{compared} metric{'s' if compared != 1 else ''} compared: {n_sig} significant change"
+               f"{'s' if n_sig != 1 else ''} ({worse} worse)")
+    if hidden:
+        summary += f", {hidden} within noise (--all lists them)"
+    return summary
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
     cwd = Path.cwd()
     baselines = Path(args.baselines)
-    old_spec = args.old if args.old is not None else "HEAD"
     try:
-        old, old_name = load(old_spec, baselines, cwd)
+        metrics = _metrics(args.metrics)
+        old, old_name = load(args.old if args.old is not None else "HEAD", baselines, cwd)
         new, new_name = load(args.new, baselines, cwd)
     except BaselineError as exc:
         sys.stderr.write(f"pytest-jetson diff: {exc}\n")
         return 2
     rows, worse, compared = compare_entries(old, new, metrics)
     shown = rows if args.all else [r for r in rows if r[-1] == "yes"]
-    lines = [f"pytest-jetson diff: {old_name} -> {new_name}"]
-    if shown:
-        if len({r[0] for r in shown}) == 1:  # one device: say it once, above the table
-            lines[0] += f" ({shown[0][0] or 'no device'})"
-            lines += table(_COLUMNS[1:], [r[1:] for r in shown], width=width())
-        else:
-            lines += table(_COLUMNS, shown, width=width())
-    for (rel, key) in sorted(set(old) - set(new)):
-        lines.append(f"only in {old_name}: {rel.split('/', 1)[0]} {key}")
-    for (rel, key) in sorted(set(new) - set(old)):
-        lines.append(f"only in {new_name}: {rel.split('/', 1)[0]} {key}")
-    n_sig = sum(1 for r in rows if r[-1] == "yes")
-    hidden = len(rows) - len(shown)
-    summary = (f"{compared} metric{'s' if compared != 1 else ''} compared: {n_sig} significant change"
-               f"{'s' if n_sig != 1 else ''} ({worse} worse)")
-    if hidden:
-        summary += f", {hidden} within noise (--all lists them)"
-    lines.append(summary)
+    title, body = _table(shown, f"pytest-jetson diff: {old_name} -> {new_name}")
+    lines = [title] + body + _only_in(old, new, old_name, new_name)
+    lines.append(_summary(rows, len(shown), worse, compared))
     _print(lines)
     return 1 if (args.exit_code and worse) else 0
-

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 
 def _expand(paths: Sequence[Path]) -> List[Path]:
@@ -32,10 +32,7 @@ def _expand(paths: Sequence[Path]) -> List[Path]:
     return out
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..errors import BaselineError
-    from .compare import width
-
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pytest-jetson history",
         description="Trends over past runs: each test's metrics across JSON reports (oldest to "
@@ -55,21 +52,79 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--min-change", default="1%",
                    help="smallest step or total drift worth reporting (default 1%%)")
     p.add_argument("--fail", action="store_true", help="exit 1 when a metric got worse by a step or a drift")
-    args = p.parse_args(argv)
+    return p
+
+
+class _Usage(Exception):
+    """An option the history cannot run with (exit status 2)."""
+
+
+def _min_change(args: argparse.Namespace) -> float:
+    """--min-change as a fraction; _Usage when it is not a percentage, or a level is out of range."""
     try:
         min_change = float(str(args.min_change).strip().rstrip("%")) / 100
     except ValueError:
-        sys.stderr.write(f"pytest-jetson history: --min-change {args.min_change!r}: write a percentage such as 1%\n")
-        return 2
+        raise _Usage(f"--min-change {args.min_change!r}: write a percentage such as 1%") from None
     for name, value in (("--alpha", args.alpha), ("--drift-alpha", args.drift_alpha)):
         if not 0 < value < 0.5:
-            sys.stderr.write(f"pytest-jetson history: {name} {value}: use a level between 0 and 0.5, e.g. 0.01\n")
-            return 2
+            raise _Usage(f"{name} {value}: use a level between 0 and 0.5, e.g. 0.01")
+    return min_change
+
+
+def _got_worse(found: Sequence[Any]) -> bool:
+    """Whether a metric got worse by a step or a drift."""
+    return (any(s.worse(st.change) > 0 for s in found for st in s.trend.steps)
+            or any(s.trend.drift and s.worse(s.trend.drift.total) > 0 for s in found))
+
+
+def _draw(plt: Any, folder: Path, members: Sequence[Any], found: Sequence[Any], draw_all: bool) -> str:
+    """The overview and the trends of the tests worth a look (every test with ``draw_all``);
+    returns the line saying what was written."""
+    from ..report import history
+    from ..report.plots import slug
+
+    folder.mkdir(parents=True, exist_ok=True)
+    history.overview(plt, members, found, folder / "overview.png")
+    keys = list(dict.fromkeys(s.key for s in found))
+    drawn = 0
+    for key in keys:
+        mine = [s for s in found if s.key == key]
+        if draw_all or any(s.flagged or s.troubled for s in mine):
+            history.plot(plt, members, mine, folder / f"{slug(key)}.png")
+            drawn += 1
+    return (f"wrote {folder / 'overview.png'} and {drawn} of {len(keys)} tests' trends to {folder}"
+            + ("" if draw_all or drawn == len(keys) else " (--all draws every test)"))
+
+
+def _environments(runs: Sequence[Any], groups: Dict[Any, List[Any]]) -> List[str]:
     from ..report import history
 
+    if len(groups) <= 1:
+        return []
+    lines = [f"{len(runs)} reports from {len(groups)} environments, analysed apart:"]
+    lines += [f"  {history.env_text(env)}: {', '.join(str(r.path) for r in members)}"
+              for env, members in groups.items()]
+    return lines + [""]
+
+
+def _write_md(path: str, md: List[str]) -> None:
+    from ..report.markdown import write
+
+    step_summary = path == os.environ.get("GITHUB_STEP_SUMMARY")
+    write(path, "\n".join(["## pytest-jetson history", ""] + md) + "\n", append=step_summary)
+    print(f"wrote {path}")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ..errors import BaselineError
+    from ..report import history
+    from .compare import width
+
+    args = _parser().parse_args(argv)
     try:
+        min_change = _min_change(args)
         runs = history.load(_expand(args.reports))
-    except (BaselineError, FileNotFoundError) as exc:
+    except (_Usage, BaselineError, FileNotFoundError) as exc:
         sys.stderr.write(f"pytest-jetson history: {exc}\n")
         return 2
     plt = None
@@ -77,48 +132,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from ..report.plots import pyplot, slug
 
         plt = pyplot("history plots need")
-    lines: List[str] = []
     md: List[str] = []
     worse = False
     groups = history.groups(runs)
-    if len(groups) > 1:
-        lines.append(f"{len(runs)} reports from {len(groups)} environments, analysed apart:")
-        for env, members in groups.items():
-            lines.append(f"  {history.env_text(env)}: {', '.join(str(r.path) for r in members)}")
-        lines.append("")
+    lines = _environments(runs, groups)
     for n, (env, members) in enumerate(groups.items()):
         found = history.series(members, alpha=args.alpha, drift_alpha=args.drift_alpha, min_change=min_change)
         lines += history.text(members, found, width=width())
         md += history.markdown(members, found)
-        worse = worse or any(s.worse(st.change) > 0 for s in found for st in s.trend.steps) \
-            or any(s.trend.drift and s.worse(s.trend.drift.total) > 0 for s in found)
+        worse = worse or _got_worse(found)
         if plt is not None:
             folder = args.out if len(groups) == 1 else args.out / slug("_".join(env))
-            folder.mkdir(parents=True, exist_ok=True)
-            written = []
-            over = history.overview(plt, members, found, folder / "overview.png")
-            if over is not None:
-                written.append(over)
-            keys = []
-            for s in found:
-                if s.key not in keys:
-                    keys.append(s.key)
-            for key in keys:
-                mine = [s for s in found if s.key == key]
-                if not args.draw_all and not any(s.flagged or s.troubled for s in mine):
-                    continue
-                written.append(history.plot(plt, members, mine, folder / f"{slug(key)}.png"))
-            drawn = len(written) - (over is not None)
-            lines.append(f"wrote {folder / 'overview.png'} and {drawn} of {len(keys)} tests' trends to {folder}"
-                         + ("" if args.draw_all or drawn == len(keys) else " (--all draws every test)"))
+            lines.append(_draw(plt, folder, members, found, args.draw_all))
         if n < len(groups) - 1:
             lines.append("")
     for line in lines:
         print(line)
     if args.md:
-        from ..report.markdown import write
-
-        step_summary = args.md == os.environ.get("GITHUB_STEP_SUMMARY")
-        write(args.md, "\n".join(["## pytest-jetson history", ""] + md) + "\n", append=step_summary)
-        print(f"wrote {args.md}")
+        _write_md(args.md, md)
     return 1 if (args.fail and worse) else 0

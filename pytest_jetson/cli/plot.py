@@ -29,11 +29,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     docs = [load_report(path) for path in args.reports]
     points: List[Point] = []
     seen: List[str] = []
-    for run, doc in zip(runs, docs):
-        for test, m in iter_measurements(doc):
+    for run, doc, path in zip(runs, docs, args.reports):
+        for test, key, m in iter_measurements(doc, path):
             seen += models_of(m)
             if matches(m, args.models or []):
-                points.append(Point(m, run, test))
+                points.append(Point(m, run, test, key))
     if args.models:
         why = check_known(args.models, seen, ", ".join(map(str, args.reports)))
         if why:

@@ -4,9 +4,14 @@ one file) holds, grouped by file, entries in natural order (b1, b2, b16)."""
 import argparse
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BaselineError
+from ..gate.baseline import describe_file
+from ..metrics import METRICS
+from ..report.models import check_known, same_model
+from ..report.render import value_text
+from ..report.text import Column, natural_key, table
 from .compare import _print, width
 
 
@@ -17,12 +22,11 @@ def _env(fp: dict) -> str:
     return ", ".join(str(x) for x in bits if x)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..gate.baseline import describe_file
-    from ..report.models import check_known, same_model
-    from ..report.render import value_text
-    from ..report.text import Column, natural_key, table
+class _Usage(Exception):
+    """Input ``show`` cannot start from (exit status 2)."""
 
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pytest-jetson show",
                                 description="List the baselines stored in a directory or file.")
     p.add_argument("path", nargs="?", default="baselines", help="baselines directory, device directory or file")
@@ -30,62 +34,85 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="metrics to show (default: throughput, latency_p99, memory, power)")
     p.add_argument("--model", action="append", dest="models", metavar="NAME|PATH",
                    help="only the entries of this model: a zoo name or an .onnx path (repeatable)")
-    args = p.parse_args(argv)
-    root = Path(args.path)
-    if root.is_dir():
-        files = sorted(root.rglob("*.json"), key=lambda f: natural_key(f.as_posix()))
-    elif root.exists() or root.is_symlink():
-        files = [root]  # a file, or something that is not one: describe_file names what it is
-    else:
-        sys.stderr.write(f"pytest-jetson show: {root} does not exist; baselines are written by "
-                         f"pytest --jetson-update-baselines (default directory: baselines)\n")
-        return 2
-    metrics = args.metrics or ["throughput", "latency_p99", "memory", "power"]
-    from ..metrics import METRICS
+    return p
 
+
+def _files(root: Path) -> List[Path]:
+    if root.is_dir():
+        return sorted(root.rglob("*.json"), key=lambda f: natural_key(f.as_posix()))
+    if root.exists() or root.is_symlink():
+        return [root]  # a file, or something that is not one: describe_file names what it is
+    raise _Usage(f"{root} does not exist; baselines are written by pytest --jetson-update-baselines "
+                 f"(default directory: baselines)")
+
+
+def _metrics(asked: Optional[Sequence[str]]) -> List[str]:
+    metrics = list(asked or ["throughput", "latency_p99", "memory", "power"])
     bad = [m for m in metrics if m not in METRICS]
     if bad:
-        sys.stderr.write(f"pytest-jetson show: unknown metric {bad[0]!r}; known: {', '.join(METRICS)}\n")
-        return 2
-    body = []
-    errors = []
-    seen = []
-    n = 0
-    for f in files:
+        raise _Usage(f"unknown metric {bad[0]!r}; known: {', '.join(METRICS)}")
+    return metrics
+
+
+class _Listing:
+    """The table's rows, file by file; the models seen (for --model's error) and the files that
+    could not be read."""
+
+    def __init__(self, metrics: Sequence[str], models: Sequence[str]) -> None:
+        self.metrics = list(metrics)
+        self.models = list(models)
+        self.body: List[List[str]] = []
+        self.errors: List[str] = []
+        self.seen: List[str] = []
+        self.entries = 0
+
+    def add(self, f: Path, name: str) -> None:
         try:
             entries = describe_file(f)
         except BaselineError as exc:
-            errors.append(str(exc))
-            continue
-        rel = f.relative_to(root).as_posix() if root.is_dir() else f.name
-        group = []
-        for e in sorted(entries, key=lambda e: natural_key(e["key"])):
-            fp = e["fingerprint"]
-            seen.append(fp.get("model") or "")
-            if args.models and not any(same_model(fp.get("model"), w) for w in args.models):
-                continue
-            key = e["key"].split("::", 1)[-1]
-            group.append(["  " + key, e["recorded"][:10], _env(fp)]
-                         + [value_text(m, e["metrics"].get(m)) for m in metrics])
+            self.errors.append(str(exc))
+            return
+        group = [self._row(e) for e in sorted(entries, key=lambda e: natural_key(e["key"]))
+                 if self._wanted(e["fingerprint"])]
         if group:
-            body.append([rel])
-            body += group
-            n += len(group)
-    if args.models:
-        why = check_known(args.models, [s for s in seen if s], str(root))
+            self.body += [[name]] + group
+            self.entries += len(group)
+
+    def _wanted(self, fp: Dict[str, Any]) -> bool:
+        self.seen.append(fp.get("model") or "")
+        return not self.models or any(same_model(fp.get("model"), w) for w in self.models)
+
+    def _row(self, e: Dict[str, Any]) -> List[str]:
+        key = e["key"].split("::", 1)[-1]
+        return (["  " + key, e["recorded"][:10], _env(e["fingerprint"])]
+                + [value_text(m, e["metrics"].get(m)) for m in self.metrics])
+
+
+def _lines(listing: _Listing, root: Path, files: int) -> List[str]:
+    if not listing.body:
+        return [f"no baselines under {root}"]
+    columns = ([Column("file / entry", elastic=True), Column("recorded", drop=2), Column("environment", drop=1)]
+               + [Column(m, ">") for m in listing.metrics])
+    n, read = listing.entries, files - len(listing.errors)
+    return table(columns, listing.body, width=width()) + [
+        f"{n} entr{'y' if n == 1 else 'ies'} in {read} file{'' if read == 1 else 's'}"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    root = Path(args.path)
+    try:
+        files = _files(root)
+        listing = _Listing(_metrics(args.metrics), args.models or [])
+        for f in files:
+            listing.add(f, f.relative_to(root).as_posix() if root.is_dir() else f.name)
+        why = check_known(args.models, [s for s in listing.seen if s], str(root)) if args.models else None
         if why:
-            sys.stderr.write(f"pytest-jetson show: {why}\n")
-            return 2
-    lines = []
-    if body:
-        columns = ([Column("file / entry", elastic=True), Column("recorded", drop=2), Column("environment", drop=1)]
-                   + [Column(m, ">") for m in metrics])
-        lines += table(columns, body, width=width())
-        files_read = len(files) - len(errors)
-        lines.append(f"{n} entr{'y' if n == 1 else 'ies'} in {files_read} file{'' if files_read == 1 else 's'}")
-    else:
-        lines.append(f"no baselines under {root}")
-    _print(lines)
-    for e in errors:
+            raise _Usage(why)
+    except _Usage as exc:
+        sys.stderr.write(f"pytest-jetson show: {exc}\n")
+        return 2
+    _print(_lines(listing, root, len(files)))
+    for e in listing.errors:
         sys.stderr.write(e + "\n")
-    return 1 if errors else 0
+    return 1 if listing.errors else 0

@@ -6,24 +6,25 @@ Several measurements in one test: every bound is checked against every measureme
 usually records one; with several, each must satisfy the bounds), and each measurement has its own
 baseline entry (``gate.keys.entry_keys``).
 
-Everything here is data: ``TestResult`` (the verdicts of one test, JSON-friendly so it travels from
-pytest-xdist workers to the controller) and ``BaselineSummary`` (what the end of the session wrote,
+Everything here is data: ``TestResult`` (the measurements and verdicts of one test, objects until
+they cross to the pytest-xdist controller or into a file) and ``BaselineSummary`` (what the end of the session wrote,
 found unused and pruned). ``report.render`` words both.
 """
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
+from ..run.measurement import Measurement, PoolMeasurement
 from . import verdict as _verdict
 from .baseline import BaselineStore, fingerprint, make_entry, needs_write, outside_project, read_file
 from .bounds import Bound
 from .compare import COMPARED_KEYS, Verdict, cannot_check, check, check_relative
 from .extend import Extension
 from .family import Family, excess_spread, noisier_than_assumed
-from .keys import entry_keys, key_test, module_of, relative_models
+from .keys import entry_keys, key_test, module_of, relative_models, relative_to
 
 
 def nothing_recorded_message(test: str) -> str:
@@ -33,12 +34,15 @@ def nothing_recorded_message(test: str) -> str:
 
 @dataclass
 class TestResult:
-    """What the gate concluded about one test."""
+    """What the gate concluded about one test: its ``Measurement`` objects (model paths relative
+    to the project root, as reports show them), their baseline keys and its ``Verdict`` objects.
+    ``to_json``/``from_json`` carry it across the pytest-xdist boundary and into the JSON report,
+    nowhere else."""
 
     __test__ = False  # not a pytest test class, despite the name
 
     nodeid: str
-    measurements: List[Dict[str, Any]] = field(default_factory=list)
+    measurements: List[Measurement] = field(default_factory=list)
     keys: List[str] = field(default_factory=list)
     fingerprint: Dict[str, Any] = field(default_factory=dict)
     bounds: List[Dict[str, Any]] = field(default_factory=list)
@@ -58,11 +62,16 @@ class TestResult:
     def failing(self, inconclusive: str = "pass") -> List[Verdict]:
         return [v for v in self.verdicts if _verdict.fails(v.outcome, inconclusive)]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def keyed(self) -> List[Tuple[str, Measurement]]:
+        """(baseline key, measurement) of each measurement."""
+        return list(zip(self.keys, self.measurements))
+
+    def to_json(self) -> Dict[str, Any]:
+        """The result as plain JSON data (a test of the JSON report, less the verdicts' messages)."""
         return {
             "nodeid": self.nodeid,
             "outcome": self.outcome,
-            "measurements": self.measurements,
+            "measurements": [dict(m.to_dict(), key=k) for k, m in self.keyed()],
             "keys": self.keys,
             "fingerprint": self.fingerprint,
             "bounds": self.bounds,
@@ -74,15 +83,30 @@ class TestResult:
         }
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "TestResult":
+    def from_json(cls, d: Dict[str, Any]) -> "TestResult":
+        stored = list(d.get("measurements", []))
+        keys = list(d.get("keys", []))
+        if len(keys) != len(stored):  # each serialised measurement names its own key too
+            keys = [m.get("key") or d["nodeid"] for m in stored]
         return cls(
-            nodeid=d["nodeid"], measurements=list(d.get("measurements", [])),
-            keys=list(d.get("keys", [])), fingerprint=dict(d.get("fingerprint", {})),
+            nodeid=d["nodeid"],
+            measurements=[Measurement.from_dict(m) for m in stored],
+            keys=keys, fingerprint=dict(d.get("fingerprint", {})),
             bounds=list(d.get("bounds", [])),
             verdicts=[Verdict.from_dict(v) for v in d.get("verdicts", [])],
             baseline_file=d.get("baseline_file"), staged=dict(d.get("staged") or {}),
             notes=list(d.get("notes", [])), error=d.get("error"),
         )
+
+
+def relative_measurement(m: Measurement, root: Any) -> Measurement:
+    """A copy of ``m`` whose model paths (its own, its environment's, its workers') are relative
+    to ``root``, so reports hold no machine's home directory."""
+    changes: Dict[str, Any] = {"model": relative_to(m.model, root) if isinstance(m.model, str) else m.model,
+                               "environment": relative_models(m.environment, root)}
+    if isinstance(m, PoolMeasurement):
+        changes["workers"] = [relative_measurement(w, root) for w in m.workers]
+    return replace(m, **changes)
 
 
 @dataclass
@@ -157,8 +181,6 @@ class GateSession:
             return None
         design = self.family.design()
         if budget is not None:
-            from dataclasses import replace
-
             design = replace(design, budget=float(budget))
         ext = Extension(relative, ref, design,
                         fingerprint_of=self.fingerprint,
@@ -183,60 +205,72 @@ class GateSession:
     def evaluate(self, nodeid: str, bounds: Sequence[Bound], measurements: Sequence[Any],
                  body_passed: bool = True, test_name: str = "") -> TestResult:
         """Check ``bounds`` on ``measurements`` and, when recording, stage their baselines."""
-        s = self.settings
-        result = TestResult(nodeid=nodeid, bounds=[b.to_dict() for b in bounds])
-        path = self.store.path_for(nodeid)
-        result.baseline_file = self.display(path)
         measurements = list(measurements)
-        keys = entry_keys(nodeid, [getattr(m, "name", "") or "" for m in measurements]) if measurements else []
-        result.keys = keys
-        result.measurements = [relative_models(dict(m.to_dict(), key=k), self.rootdir)
-                               for m, k in zip(measurements, keys)]
-        if measurements:
-            result.fingerprint = self.fingerprint(measurements[0])
+        result = self._result(nodeid, bounds, measurements)
         if not body_passed:
             return result
         if bounds and not measurements:
             result.error = nothing_recorded_message(test_name or nodeid)
             return result
-        stored: Dict[str, Any] = {}
-        load_error: Optional[str] = None
-        if any(b.relative for b in bounds) or s.update_baselines:
-            try:
-                stored = self.store.load(path).get("entries", {})
-            except BaselineError as exc:
-                load_error = str(exc)
-                result.notes.append(load_error)
+        stored, load_error = self._stored(result, bounds)
         ext = self._extensions.pop(nodeid, None)
         if len(measurements) != 1:
             ext = None  # it looked at the entry of a test's only measurement
-        for m, key in zip(measurements, keys):
+        for m, key in zip(measurements, result.keys):
             fp = self.fingerprint(m)
             ref = self.store.lookup(key, nodeid) if key in stored else None
             for b in bounds:
-                if b.relative and load_error is not None:
-                    v = cannot_check(b, m, load_error)
-                elif b.relative:
-                    v = check_relative(b, m, ref, confidence=self._relative_confidence(),
-                                       missing_baseline=s.missing_baseline, fingerprint=fp,
-                                       allow_env_mismatch=s.allow_env_mismatch, device=self.device_id,
-                                       compared_keys=self.compared_keys,
-                                       step=ext.step(b) if ext is not None else None)
-                else:
-                    v = check(b, m, ref, confidence=s.confidence, missing_baseline=s.missing_baseline,
-                              fingerprint=fp, allow_env_mismatch=s.allow_env_mismatch,
-                              device=self.device_id, compared_keys=self.compared_keys)
-                v.measurement = key
-                v.test = nodeid
+                v = self._check(b, m, ref, fp, ext, load_error)
+                v.measurement, v.test = key, nodeid
                 result.verdicts.append(v)
-            if s.update_baselines and load_error is None:
-                entry = make_entry(m, fp, s.confidence)
-                if needs_write(stored.get(key), entry, s.update_baselines, s.confidence):
-                    result.staged[key] = entry
-        for v in result.verdicts:
-            if v.kind == "relative" and v.measurement in result.staged and v.reason != "cannot_check":
-                v.previous, v.reason, v.outcome = v.reason, "recorded", "recorded"
+            if load_error is None:
+                self._stage(result, key, m, fp, stored.get(key))
+        _mark_recorded(result)
         return result
+
+    def _result(self, nodeid: str, bounds: Sequence[Bound], measurements: List[Any]) -> TestResult:
+        """The result before any check: the measurements as reports show them, their keys, the
+        baseline file."""
+        result = TestResult(nodeid=nodeid, bounds=[b.to_dict() for b in bounds],
+                            baseline_file=self.display(self.store.path_for(nodeid)))
+        if measurements:
+            result.keys = entry_keys(nodeid, [getattr(m, "name", "") or "" for m in measurements])
+            result.fingerprint = self.fingerprint(measurements[0])
+        result.measurements = [relative_measurement(m, self.rootdir) for m in measurements]
+        return result
+
+    def _stored(self, result: TestResult, bounds: Sequence[Bound]) -> Tuple[Dict[str, Any], Optional[str]]:
+        """The entries of the test's baseline file, when a bound or recording needs them, and why
+        the file could not be read (None: it could, or was not needed)."""
+        if not (any(b.relative for b in bounds) or self.settings.update_baselines):
+            return {}, None
+        try:
+            return self.store.load(self.store.path_for(result.nodeid)).get("entries", {}), None
+        except BaselineError as exc:
+            result.notes.append(str(exc))
+            return {}, str(exc)
+
+    def _check(self, b: Bound, m: Any, ref: Any, fp: Dict[str, Any], ext: Optional[Extension],
+               load_error: Optional[str]) -> Verdict:
+        s = self.settings
+        common = dict(missing_baseline=s.missing_baseline, fingerprint=fp,
+                      allow_env_mismatch=s.allow_env_mismatch, device=self.device_id,
+                      compared_keys=self.compared_keys)
+        if not b.relative:
+            return check(b, m, ref, confidence=s.confidence, **common)
+        if load_error is not None:
+            return cannot_check(b, m, load_error)
+        return check_relative(b, m, ref, confidence=self._relative_confidence(),
+                              step=ext.step(b) if ext is not None else None, **common)
+
+    def _stage(self, result: TestResult, key: str, m: Any, fp: Dict[str, Any], stored: Any) -> None:
+        """Stage ``m``'s baseline entry when this run records and the entry changed enough."""
+        s = self.settings
+        if not s.update_baselines:
+            return
+        entry = make_entry(m, fp, s.confidence)
+        if needs_write(stored, entry, s.update_baselines, s.confidence):
+            result.staged[key] = entry
 
     def add(self, result: TestResult) -> None:
         self.results.append(result)
@@ -336,6 +370,13 @@ class GateSession:
             if entries:
                 out[path] = entries
         return out
+
+
+def _mark_recorded(result: TestResult) -> None:
+    """A relative bound whose entry this run re-records says so, keeping what it compared to."""
+    for v in result.verdicts:
+        if v.kind == "relative" and v.measurement in result.staged and v.reason != "cannot_check":
+            v.previous, v.reason, v.outcome = v.reason, "recorded", "recorded"
 
 
 def partial_selection(args: Iterable[str], keyword: str = "", markexpr: str = "",

@@ -23,19 +23,38 @@ from typing import Any, Dict, List, Optional, Tuple
 
 @dataclass(frozen=True)
 class Outcome:
+    """One outcome and everything the reports say about it: renderers read these fields and never
+    branch on the name."""
+
     name: str
     rank: int  # 0 is the worst; reports list worst first
-    fails: bool  # fails the test (inconclusive: only with --jetson-inconclusive fail)
+    fails: bool  # fails the test (see ``by_policy``)
+    label: str  # as tables print it (failures in capitals)
+    needs_look: bool  # listed in the default tables and stated in full in the reports
+    icon: str = ""  # Markdown
+    colour: str = "#607d8b"  # plots
+    lead: str = ""  # how a failing test's report introduces the bound
+    by_policy: bool = False  # fails only with --jetson-inconclusive fail
+    said_once: bool = False  # reports say these once per reason, not once per bound
 
 
 OUTCOMES: Dict[str, Outcome] = {o.name: o for o in (
-    Outcome("error", 0, True),
-    Outcome("fail", 1, True),
-    Outcome("inconclusive", 2, False),
-    Outcome("skip", 3, False),
-    Outcome("recorded", 4, False),
-    Outcome("pass", 5, False),
+    Outcome("error", 0, True, "ERROR", True, "❌", "#c62828", lead="perf bound error: "),
+    Outcome("fail", 1, True, "FAIL", True, "❌", "#c62828", lead="perf bound failed: "),
+    Outcome("inconclusive", 2, False, "inconclusive", True, "⚠️", "#f9a825", by_policy=True,
+            lead="perf bound inconclusive (--jetson-inconclusive=fail): "),
+    Outcome("skip", 3, False, "skip", False, "⏭️", "#9e9e9e", said_once=True),
+    Outcome("recorded", 4, False, "recorded", False, "📝", "#1565c0"),
+    Outcome("pass", 5, False, "pass", False, "✅", "#2e7d32"),
 )}
+
+
+def outcome(name: str) -> Outcome:
+    """The row of an outcome; a name outside the table (a test with no bound: "none") is shown as
+    it is and never needs a look."""
+    o = OUTCOMES.get(name)
+    return o if o is not None else Outcome(name, len(OUTCOMES), False, name, False)
+
 
 #: reason -> the outcome it gives (None: by policy, --jetson-missing-baseline skip|fail)
 REASONS: Dict[str, Optional[str]] = {
@@ -52,17 +71,14 @@ REASONS: Dict[str, Optional[str]] = {
 }
 
 
-def rank(outcome: str) -> int:
-    o = OUTCOMES.get(outcome)
-    return o.rank if o is not None else len(OUTCOMES)
+def rank(name: str) -> int:
+    return outcome(name).rank
 
 
-def fails(outcome: str, inconclusive: str = "pass") -> bool:
-    """Whether ``outcome`` fails a test under the ``--jetson-inconclusive`` policy."""
-    if outcome == "inconclusive":
-        return inconclusive == "fail"
-    o = OUTCOMES.get(outcome)
-    return bool(o and o.fails)
+def fails(name: str, inconclusive: str = "pass") -> bool:
+    """Whether outcome ``name`` fails a test under the ``--jetson-inconclusive`` policy."""
+    o = outcome(name)
+    return inconclusive == "fail" if o.by_policy else o.fails
 
 
 def outcome_of(reason: str, missing_baseline: str = "skip") -> str:
@@ -130,6 +146,11 @@ class Verdict:
     @property
     def failed(self) -> bool:
         return fails(self.outcome)
+
+    @property
+    def outcome_row(self) -> Outcome:
+        """What reports say about this verdict's outcome (its label, whether it needs a look)."""
+        return outcome(self.outcome)
 
     def to_dict(self) -> Dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -25,16 +25,19 @@ from collections import defaultdict
 from pathlib import Path, PurePath
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from ..run.measurement import Measurement, PoolMeasurement, Spread
 from .models import looks_like_path
 from .text import natural_key
 
 
-def iter_measurements(node: Any) -> Iterator[Tuple[str, Dict[str, Any]]]:
-    """(test node id, serialised measurement) for every measurement in a report."""
-    for t in node.get("tests", []) if isinstance(node, dict) else []:
-        for m in t.get("measurements", []) or []:
-            if isinstance(m, dict) and "latencies" in m and "batch" in m:
-                yield t.get("nodeid", ""), m
+def iter_measurements(doc: Any, path: Any = "") -> Iterator[Tuple[str, str, Measurement]]:
+    """(test node id, baseline key, measurement) for every measurement a report holds; a test the
+    report holds in another shape is a BaselineError naming ``path``."""
+    from .jsonreport import results
+
+    for r in results(doc, path):
+        for key, m in r.keyed():
+            yield r.nodeid, key, m
 
 
 def model_label(model: str) -> str:
@@ -48,39 +51,49 @@ def model_label(model: str) -> str:
     return PurePath(model).as_posix()
 
 
+def _model(m: Measurement) -> str:
+    """The model a measurement ran: a pool of one model's tenants by that model."""
+    workers = getattr(m, "workers", None) or []
+    models = {w.model for w in workers}
+    model = m.model or m.environment.get("model") or m.name
+    if workers and len(models) == 1:
+        model = models.pop() or model
+    return model_label(str(model))
+
+
+def _homogeneous(m: Measurement, precision: str, accelerator: str) -> bool:
+    """A single measurement, or a pool of identical tenants; mixed pools (models, precisions, GPU
+    beside DLA) are another experiment and stay out of the scaling figures."""
+    workers = getattr(m, "workers", None)
+    if workers is None:
+        return True
+    return len({w.model for w in workers}) <= 1 and precision != "mixed" and "+" not in accelerator
+
+
 class Point:
     """The fields of one measurement that the figures plot; ``run`` names its report."""
 
-    def __init__(self, d: Dict[str, Any], run: str = "", test: str = "") -> None:
-        env = d.get("environment") or {}
-        summary = d.get("summary") or {}
+    def __init__(self, m: Measurement, run: str = "", test: str = "", key: str = "") -> None:
+        env = m.environment or {}
         self.run = run
         self.test = test
-        self.key = d.get("key") or test
-        self.kind = d.get("kind", "measurement")
-        workers = d.get("workers") or []
-        models = {w.get("model") for w in workers}
-        model = d.get("model") or env.get("model") or d.get("name", "?")
-        if self.kind == "pool" and len(models) == 1:
-            model = models.pop() or model
-        self.model = model_label(str(model))
-        self.precision = d.get("precision") or env.get("precision") or "?"
-        self.batch = d.get("batch") or env.get("batch") or 1
+        self.key = key or test
+        self.kind = "pool" if isinstance(m, PoolMeasurement) else "measurement"
+        self.model = _model(m)
+        self.precision = m.precision or env.get("precision") or "?"
+        self.batch = m.batch or env.get("batch") or 1
         self.device = env.get("device") or "?"
         self.power_mode = env.get("power_mode") or "-"
         self.accelerator = env.get("accelerator") or "gpu"
-        self.processes = len(workers) if self.kind == "pool" else 1
-        # a pool of identical tenants; mixed pools (models, precisions, GPU beside DLA) are
-        # another experiment and stay out of the scaling figures
-        self.homogeneous = (self.kind != "pool" or (len({w.get("model") for w in workers}) <= 1
-                                                     and self.precision != "mixed" and "+" not in self.accelerator))
-        self.throughput = summary.get("throughput")
-        ppt = summary.get("per_process_throughput")
-        self.per_process = ppt.get("mean") if isinstance(ppt, dict) else self.throughput
-        self.memory = summary.get("memory")
-        self.power = summary.get("power")
-        self.energy = summary.get("energy")
-        self.latency = summary.get("latency_mean")
+        self.processes = len(m.workers) if isinstance(m, PoolMeasurement) else 1
+        self.homogeneous = _homogeneous(m, self.precision, self.accelerator)
+        self.throughput = m.throughput
+        ppt = m.per_process_throughput
+        self.per_process = ppt.mean if isinstance(ppt, Spread) else self.throughput
+        self.memory = m.memory
+        self.power = m.power
+        self.energy = m.energy
+        self.latency = m.latency_mean
 
     @property
     def label(self) -> str:
@@ -104,7 +117,7 @@ def load_report(path: Path) -> Dict[str, Any]:
 
 def load_points(path: Path, run: str = "") -> List[Point]:
     doc = load_report(Path(path))
-    return [Point(m, run or Path(path).stem, test) for test, m in iter_measurements(doc)]
+    return [Point(m, run or Path(path).stem, test, key) for test, key, m in iter_measurements(doc, path)]
 
 
 def pareto_front(points: Sequence[Tuple[float, float]]) -> List[int]:
@@ -225,13 +238,19 @@ def _by_device(points: Iterable[Point], key: Callable[[Point], str]) -> Dict[str
     return out
 
 
+def _series_by_device(points: Iterable[Point], series: Callable[[Point], str],
+                      x: Callable[[Point], Any]) -> Dict[str, Dict[str, List[Point]]]:
+    """Per device, the series (``series`` names each point's) measured at 2+ values of ``x``,
+    split by report where two reports measured the same point."""
+    groups = {d: split_runs(g, x) for d, g in _by_device(points, series).items()}
+    groups = {d: {k: v for k, v in g.items() if len({x(q) for q in v}) >= 2} for d, g in groups.items()}
+    return {d: g for d, g in groups.items() if g}
+
+
 def _scaling(plt: Any, points: List[Point], style: Styles, out: Path, written: List[Path],
              skipped: List[str]) -> None:
     pools = [p for p in points if p.kind == "pool" and p.homogeneous and p.per_process]
-    groups = {d: split_runs(g, lambda p: p.processes)
-              for d, g in _by_device(pools, lambda p: f"{p.label} b{p.batch} {p.power_mode}").items()}
-    groups = {d: {k: v for k, v in g.items() if len({q.processes for q in v}) >= 2} for d, g in groups.items()}
-    groups = {d: g for d, g in groups.items() if g}
+    groups = _series_by_device(pools, lambda p: f"{p.label} b{p.batch} {p.power_mode}", lambda p: p.processes)
     if not groups:
         skipped.append("throughput/memory vs processes: no pool measured at 2+ process counts")
         return
@@ -263,10 +282,7 @@ def _scaling(plt: Any, points: List[Point], style: Styles, out: Path, written: L
 def _batching(plt: Any, points: List[Point], style: Styles, out: Path, written: List[Path],
               skipped: List[str]) -> None:
     singles = [p for p in points if p.kind != "pool" and isinstance(p.batch, int)]
-    groups = {d: split_runs(g, lambda p: p.batch)
-              for d, g in _by_device(singles, lambda p: f"{p.label} {p.power_mode}").items()}
-    groups = {d: {k: v for k, v in g.items() if len({q.batch for q in v}) >= 2} for d, g in groups.items()}
-    groups = {d: g for d, g in groups.items() if g}
+    groups = _series_by_device(singles, lambda p: f"{p.label} {p.power_mode}", lambda p: p.batch)
     if not groups:
         skipped.append("throughput/power vs batch: no model measured at 2+ batch sizes")
         return
@@ -294,16 +310,29 @@ def _batching(plt: Any, points: List[Point], style: Styles, out: Path, written: 
         skipped.append("power vs batch: the reports have no power readings (panels left empty)")
 
 
-def _pareto(plt: Any, points: List[Point], style: Styles, out: Path, written: List[Path],
-            skipped: List[str]) -> None:
-    devices = {p.device for p in points}
+def _pareto_series(points: List[Point]) -> Dict[str, List[Point]]:
+    """Single measurements with latency and energy, a series per configuration (and device, when
+    there are several) measured in 2+ power modes."""
+    several = len({p.device for p in points}) > 1
     groups: Dict[str, List[Point]] = defaultdict(list)
     for p in points:
         if p.kind != "pool" and p.latency and p.energy:
-            where = f" ({p.device})" if len(devices) > 1 else ""
-            groups[f"{p.label} b{p.batch}{where}"].append(p)
-    series = {k: v for k, v in split_runs(groups, lambda p: p.power_mode).items()
-              if len({p.power_mode for p in v}) >= 2}
+            groups[f"{p.label} b{p.batch}" + (f" ({p.device})" if several else "")].append(p)
+    return {k: v for k, v in split_runs(groups, lambda p: p.power_mode).items()
+            if len({p.power_mode for p in v}) >= 2}
+
+
+def _draw_front(ax: Any, xy: List[Tuple[float, float]]) -> None:
+    """The Pareto front of every point drawn: dashed and ringed."""
+    front = sorted(pareto_front(xy), key=lambda i: xy[i][0])
+    fx, fy = [xy[i][0] for i in front], [xy[i][1] for i in front]
+    ax.plot(fx, fy, color="black", linestyle="--", lw=1.5, zorder=4, label="Pareto front (all series)")
+    ax.scatter(fx, fy, s=110, facecolors="none", edgecolors="black", lw=1.2, zorder=5)
+
+
+def _pareto(plt: Any, points: List[Point], style: Styles, out: Path, written: List[Path],
+            skipped: List[str]) -> None:
+    series = _pareto_series(points)
     if not series:
         skipped.append("Pareto front: no model measured with energy in 2+ power modes "
                        "(pass one report per power mode)")
@@ -320,14 +349,12 @@ def _pareto(plt: Any, points: List[Point], style: Styles, out: Path, written: Li
         for p, (x, y) in zip(pts, xy):
             ax.scatter([x], [y], color=colour, marker=marker[p.power_mode], s=30, zorder=3)
         everything += xy
-    front = sorted(pareto_front(everything), key=lambda i: everything[i][0])
-    fx, fy = [everything[i][0] for i in front], [everything[i][1] for i in front]
-    ax.plot(fx, fy, color="black", linestyle="--", lw=1.5, zorder=4, label="Pareto front (all series)")
-    ax.scatter(fx, fy, s=110, facecolors="none", edgecolors="black", lw=1.2, zorder=5)
+    _draw_front(ax, everything)
     for m in modes:
         ax.scatter([], [], color="#555555", marker=marker[m], label=f"power mode {m}")
     readable_scale(ax, [x for x, _ in everything], "x")
     readable_scale(ax, [y for _, y in everything], "y")
+    devices = {p.device for p in points}
     where = f" on {sorted(devices)[0]}" if len(devices) == 1 else ""
     ax.set(xlabel="latency per batch (ms)", ylabel="energy per item (mJ)",
            title=f"Latency vs energy across power modes{where}: a line per configuration, a marker "
@@ -378,7 +405,7 @@ def _measurements(plt: Any, points: List[Point], runs: Sequence[str], out: Path,
 
 def _comparison(plt: Any, docs: Sequence[Dict[str, Any]], runs: Sequence[str], out: Path,
                 written: List[Path], skipped: List[str]) -> None:
-    from ..gate.verdict import Verdict
+    from .jsonreport import results
     from .plots import comparison, verdict_label
 
     if len(docs) == 2:
@@ -388,9 +415,8 @@ def _comparison(plt: Any, docs: Sequence[Dict[str, Any]], runs: Sequence[str], o
         rows = [(verdict_label(v.test, v), v) for v in verdicts]
         title = f"{runs[1]} against {runs[0]}"
     else:
-        rows = [(verdict_label(t.get("nodeid", ""), v), v) for t in docs[-1].get("tests", [])
-                for v in (Verdict.from_dict(d) for d in t.get("verdicts", []))
-                if v.kind == "relative" and v.baseline is not None]
+        rows = [(verdict_label(r.nodeid, v), v) for r in results(docs[-1], runs[-1])
+                for v in r.verdicts if v.kind == "relative" and v.baseline is not None]
         title = f"{runs[-1]} against its baselines"
     path = comparison(plt, rows, out / "comparison.png", title)
     if path is None:

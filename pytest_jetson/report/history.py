@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
+from ..gate.verdict import outcome
 from ..metrics import METRICS
 from . import render
 from .text import natural_key
@@ -31,11 +32,14 @@ DEFAULT_METRICS = ("throughput", "latency_mean")
 
 @dataclass
 class Run:
+    """One report: its header (``doc``, without reading its tests) and its tests as gate results."""
+
     path: Path
     name: str
     created: str
     doc: Dict[str, Any]
     order: int
+    results: List[Any] = field(default_factory=list)
 
     @property
     def env(self) -> Tuple[str, str, str, str]:
@@ -43,10 +47,7 @@ class Run:
         device = self.doc.get("device") or {}
         target = self.doc.get("target") or {}
         backend = target.get("backend") or (self.doc.get("settings") or {}).get("backend") or ""
-        if not backend:
-            for t in self.doc.get("tests", []):
-                for m in t.get("measurements", []):
-                    backend = backend or m.get("backend") or ""
+        backend = backend or next((m.backend for r in self.results for m in r.measurements if m.backend), "")
         return (str(device.get("device") or "?"), str(device.get("power_mode") or "-"), backend or "?",
                 "simulated" if device.get("simulated") else "real")
 
@@ -76,6 +77,7 @@ def load(paths: Sequence[Path]) -> List[Run]:
     """The reports as runs, oldest first; an unreadable one or mixed schema versions is a
     BaselineError naming the file."""
     from .jsonreport import load as load_report
+    from .jsonreport import results
 
     if not paths:
         raise BaselineError("history needs JSON reports (from --jetson-report-json), oldest to newest")
@@ -85,7 +87,8 @@ def load(paths: Sequence[Path]) -> List[Run]:
         path = Path(path)
         doc = load_report(path)
         name = path.stem if stems.count(path.stem) == 1 else Path(*path.parts[-2:]).with_suffix("").as_posix()
-        runs.append(Run(path=path, name=name, created=str(doc.get("created") or ""), doc=doc, order=i))
+        runs.append(Run(path=path, name=name, created=str(doc.get("created") or ""), doc=doc, order=i,
+                        results=results(doc, path)))
     schemas: Dict[Any, List[str]] = {}
     for r in runs:
         schemas.setdefault(r.doc.get("schema"), []).append(str(r.path))
@@ -143,45 +146,55 @@ class Series:
     @property
     def troubled(self) -> bool:
         """A bound on it did not pass in some run."""
-        return any(p is not None and p.outcome in ("fail", "error", "inconclusive") for p in self.points)
+        return any(p is not None and outcome(p.outcome).needs_look for p in self.points)
 
 
-def _value(summary: Dict[str, Any], metric: str) -> Optional[float]:
-    v = summary.get(metric)
-    if isinstance(v, dict):
-        v = v.get("min")  # a pool's slowest worker, as the gate decides it
+def _value(m: Any, metric: str) -> Optional[float]:
+    v = m.metric(metric)  # a pool's per-process figure: its slowest worker, as the gate decides it
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+
+
+def _followed(result: Any) -> List[str]:
+    """The metrics followed for a test: those it bounds, else the defaults."""
+    bounded = [b.get("metric") for b in result.bounds if b.get("metric") in METRICS]
+    return list(dict.fromkeys(bounded)) or list(DEFAULT_METRICS)
+
+
+def _point(value: float, verdicts: Sequence[Any]) -> Point:
+    """A run's value of a metric with what the gate's verdicts on it said."""
+    point = Point(value=value)
+    for v in verdicts:
+        if v.ci and point.ci is None:
+            point.ci = (float(v.ci[0]), float(v.ci[1]))
+        if v.kind == "relative" and v.baseline:
+            point.baseline, point.tolerance = float(v.baseline), v.tolerance
+        if v.kind == "absolute" and v.threshold is not None:
+            point.threshold, point.comparator = float(v.threshold), v.comparator
+        point.outcome = v.outcome or point.outcome
+    return point
+
+
+def _cells(runs: Sequence[Run]) -> Dict[Tuple[str, str], Dict[int, Point]]:
+    """(measurement key, metric) -> run index -> point."""
+    cells: Dict[Tuple[str, str], Dict[int, Point]] = {}
+    for i, run in enumerate(runs):
+        for r in run.results:
+            metrics = _followed(r)
+            for key, m in r.keyed():
+                for metric in metrics:
+                    value = _value(m, metric)
+                    if value is None:
+                        continue
+                    verdicts = [v for v in r.verdicts if v.metric == metric and (v.measurement or key) == key]
+                    cells.setdefault((key, metric), {})[i] = _point(value, verdicts)
+    return cells
 
 
 def series(runs: Sequence[Run], alpha: float = 0.01, drift_alpha: float = 0.05,
            min_change: float = 0.01) -> List[Series]:
     """Every (measurement key, metric) of the runs (one environment), with its trend."""
-    cells: Dict[Tuple[str, str], Dict[int, Point]] = {}
-    for i, run in enumerate(runs):
-        for t in run.doc.get("tests", []):
-            bounded = [b.get("metric") for b in t.get("bounds", []) if b.get("metric") in METRICS]
-            metrics = list(dict.fromkeys(bounded)) or list(DEFAULT_METRICS)
-            verdicts = t.get("verdicts", [])
-            for m in t.get("measurements", []):
-                key = m.get("key") or t.get("nodeid", "")
-                for metric in metrics:
-                    value = _value(m.get("summary") or {}, metric)
-                    if value is None:
-                        continue
-                    point = Point(value=value)
-                    for v in verdicts:
-                        if v.get("metric") != metric or (v.get("measurement") or key) != key:
-                            continue
-                        if v.get("ci") and point.ci is None:
-                            point.ci = (float(v["ci"][0]), float(v["ci"][1]))
-                        if v.get("kind") == "relative" and v.get("baseline"):
-                            point.baseline, point.tolerance = float(v["baseline"]), v.get("tolerance")
-                        if v.get("kind") == "absolute" and v.get("threshold") is not None:
-                            point.threshold, point.comparator = float(v["threshold"]), v.get("comparator")
-                        point.outcome = v.get("outcome") or point.outcome
-                    cells.setdefault((key, metric), {})[i] = point
     out = []
-    for (key, metric), by_run in cells.items():
+    for (key, metric), by_run in _cells(runs).items():
         s = Series(key=key, metric=metric, points=[by_run.get(i) for i in range(len(runs))])
         values = [p.value for p in s.points if p is not None]
         s.trend = analyse(values, alpha=alpha, drift_alpha=drift_alpha, min_change=min_change)
@@ -288,61 +301,89 @@ def markdown(runs: Sequence[Run], found: Sequence[Series]) -> List[str]:
 
 
 # -- pictures ------------------------------------------------------------------------------------
+def _band(ax: Any, s: Series, present: List[int], pts: List[Point], factor: float) -> Tuple[List[float], List[float]]:
+    """The baseline (dashed) and its tolerance band (green; the bad side's edge red); returns the
+    baselines and the tolerance limits drawn, in display units."""
+    base = [(i + 1, p.baseline / factor, p.tolerance) for i, p in zip(present, pts)
+            if p.baseline is not None and p.tolerance is not None]
+    if not base:
+        return [], []
+    sign = 1 if METRICS[s.metric].worse == "higher" else -1
+    bx = [b[0] for b in base]
+    by = [b[1] for b in base]
+    good = [y * (1 - sign * b[2]) for y, b in zip(by, base)]
+    bad = [y * (1 + sign * b[2]) for y, b in zip(by, base)]
+    ax.fill_between(bx, good, bad, step="mid", color="#e8f5e9", label="tolerance band")
+    ax.step(bx, by, where="mid", color="black", linestyle="--", lw=1, label="baseline")
+    ax.step(bx, bad, where="mid", color="#c62828", lw=0.8, label="tolerance limit")
+    return by, bad
+
+
+def _bounds(ax: Any, s: Series, present: List[int], pts: List[Point], factor: float) -> List[float]:
+    """Absolute bounds (red, dotted); returns them in display units."""
+    thresholds = [(i + 1, p.threshold / factor) for i, p in zip(present, pts) if p.threshold is not None]
+    if not thresholds:
+        return []
+    last = [p for p in pts if p.threshold is not None][-1]
+    ax.step([t[0] for t in thresholds], [t[1] for t in thresholds], where="mid", color="#c62828",
+            linestyle=":", lw=1, label=f"bound {last.comparator or ''} "
+                                         f"{render.format_value(s.metric, last.threshold)}")
+    return [t[1] for t in thresholds]
+
+
+def _errors(pts: List[Point], factor: float) -> Any:
+    """The values' intervals as error bars (None when no run has one)."""
+    if not any(p.ci for p in pts):
+        return None
+    return [[max(0.0, (p.value - p.ci[0]) / factor) if p.ci else 0 for p in pts],
+            [max(0.0, (p.ci[1] - p.value) / factor) if p.ci else 0 for p in pts]]
+
+
+def _trend(ax: Any, s: Series, xs: List[int], pts: List[Point], factor: float) -> None:
+    """Steps (vertical lines) and a drift's Theil-Sen line."""
+    for step in s.trend.steps:
+        ax.axvline(step.at + 0.5, color="#f57c00", linestyle="-.", lw=1.2)
+        ax.annotate(f"step: {render.change_text(s.worse(step.change))}", (step.at + 0.5, 1.0),
+                    xycoords=("data", "axes fraction"), xytext=(3, -12), textcoords="offset points",
+                    fontsize=7, color="#e65100")
+    d = s.trend.drift
+    if d is not None:
+        y0 = sorted(math.log(p.value) - d.slope * k for k, p in enumerate(pts))[len(pts) // 2]
+        ax.plot(xs, [math.exp(y0 + d.slope * k) / factor for k in range(len(xs))], color="#e65100",
+                linestyle="--", lw=1.2,
+                label=f"drift {render.change_text(s.worse(math.expm1(d.slope)), 2)} per run")
+
+
+def _metric_axes(ax: Any, s: Series) -> None:
+    """One metric's runs: values with their intervals, baseline and band, bounds and trend."""
+    from ..metrics import display_unit
+
+    present = s.present
+    pts = [s.points[i] for i in present]
+    factor, unit = display_unit(s.metric, sorted(p.value for p in pts)[len(pts) // 2])  # type: ignore[union-attr]
+    xs = [i + 1 for i in present]
+    ys = [p.value / factor for p in pts]  # type: ignore[union-attr]
+    baselines, limits = _band(ax, s, present, pts, factor)  # type: ignore[arg-type]
+    limits = limits + _bounds(ax, s, present, pts, factor)  # type: ignore[arg-type]
+    yerr = _errors(pts, factor)  # type: ignore[arg-type]
+    ax.errorbar(xs, ys, yerr=yerr, fmt="o-", color="#1f77b4", ms=4, lw=1, capsize=2, label=s.metric)
+    _limits(ax, ys, yerr, baselines, limits)
+    _trend(ax, s, xs, pts, factor)  # type: ignore[arg-type]
+    ax.set_ylabel(f"{s.metric}\n({unit.strip() or '-'})", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="x-small", loc="best", ncol=3)
+
+
 def plot(plt: Any, runs: Sequence[Run], found: Sequence[Series], path: Path) -> Path:
     """One test's metrics over the runs: values with their intervals, the baseline (dashed) and
     its tolerance band (green; the bad side's edge red), absolute bounds (red, dotted), steps
     (vertical lines) and a drift's Theil-Sen line."""
-    from ..metrics import display_unit
-
     n = len(found)
     fig, axes = plt.subplots(n, 1, figsize=(10, 2.3 * n + 1.0), sharex=True, squeeze=False)
     axes = axes[:, 0]
-    xs_all = list(range(1, len(runs) + 1))
     for ax, s in zip(axes, found):
-        present = s.present
-        pts = [s.points[i] for i in present]
-        factor, unit = display_unit(s.metric, sorted(p.value for p in pts)[len(pts) // 2])
-        xs = [i + 1 for i in present]
-        ys = [p.value / factor for p in pts]
-        worse_high = METRICS[s.metric].worse == "higher"
-        base = [(i + 1, p.baseline / factor, p.tolerance) for i, p in zip(present, pts)
-                if p.baseline is not None and p.tolerance is not None]
-        if base:
-            bx = [b[0] for b in base]
-            by = [b[1] for b in base]
-            good = [y * (1 - b[2]) if worse_high else y * (1 + b[2]) for y, b in zip(by, base)]
-            bad = [y * (1 + b[2]) if worse_high else y * (1 - b[2]) for y, b in zip(by, base)]
-            ax.fill_between(bx, good, bad, step="mid", color="#e8f5e9", label="tolerance band")
-            ax.step(bx, by, where="mid", color="black", linestyle="--", lw=1, label="baseline")
-            ax.step(bx, bad, where="mid", color="#c62828", lw=0.8, label="tolerance limit")
-        thresholds = [(i + 1, p.threshold / factor) for i, p in zip(present, pts) if p.threshold is not None]
-        if thresholds:
-            last = [p for p in pts if p.threshold is not None][-1]
-            ax.step([t[0] for t in thresholds], [t[1] for t in thresholds], where="mid", color="#c62828",
-                    linestyle=":", lw=1, label=f"bound {last.comparator or ''} "
-                                                 f"{render.format_value(s.metric, last.threshold)}")
-        yerr = None
-        if any(p.ci for p in pts):
-            yerr = [[max(0.0, (p.value - p.ci[0]) / factor) if p.ci else 0 for p in pts],
-                    [max(0.0, (p.ci[1] - p.value) / factor) if p.ci else 0 for p in pts]]
-        ax.errorbar(xs, ys, yerr=yerr, fmt="o-", color="#1f77b4", ms=4, lw=1, capsize=2, label=s.metric)
-        _limits(ax, ys, yerr, [b[1] for b in base] if base else [],
-                (bad if base else []) + [t[1] for t in thresholds])
-        for step in s.trend.steps:
-            ax.axvline(step.at + 0.5, color="#f57c00", linestyle="-.", lw=1.2)
-            ax.annotate(f"step: {render.change_text(s.worse(step.change))}", (step.at + 0.5, 1.0),
-                        xycoords=("data", "axes fraction"), xytext=(3, -12), textcoords="offset points",
-                        fontsize=7, color="#e65100")
-        d = s.trend.drift
-        if d is not None:
-            y0 = sorted(math.log(p.value) - d.slope * k for k, p in enumerate(pts))[len(pts) // 2]
-            ax.plot(xs, [math.exp(y0 + d.slope * k) / factor for k in range(len(xs))], color="#e65100",
-                    linestyle="--", lw=1.2,
-                    label=f"drift {render.change_text(s.worse(math.expm1(d.slope)), 2)} per run")
-        ax.set_ylabel(f"{s.metric}\n({unit.strip() or '-'})", fontsize="small")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="x-small", loc="best", ncol=3)
-    axes[-1].set_xticks(xs_all)
+        _metric_axes(ax, s)
+    axes[-1].set_xticks(list(range(1, len(runs) + 1)))
     axes[-1].set_xticklabels(tick_labels(runs), fontsize=7)
     axes[-1].set_xlabel("run, oldest first")
     fig.suptitle(f"{found[0].key}\n{env_text(runs[0].env)}", fontsize="small")
@@ -372,25 +413,33 @@ def _limits(ax: Any, ys: List[float], yerr: Any, baselines: List[float], limits:
 OVERVIEW_ROWS = 80
 
 
+def _changes(s: Series) -> List[float]:
+    """Each run's value as the change from the series' first run, % worse (NaN: not measured)."""
+    first = s.points[s.present[0]].value  # type: ignore[union-attr]
+    return [float("nan") if p is None else s.worse(p.value / first - 1) for p in s.points]
+
+
+def _overview_rows(found: Sequence[Series]) -> Tuple[List[Series], int]:
+    """The series with 2+ runs; with more than the overview shows, those that moved most
+    (flagged first). Returns them and how many were left out."""
+    rows = [s for s in found if len(s.present) >= 2]
+    hidden = max(0, len(rows) - OVERVIEW_ROWS)
+    if hidden:
+        moved = {id(s): max(abs(x) for x in _changes(s) if x == x) for s in rows}
+        keep = sorted(rows, key=lambda s: (not (s.flagged or s.troubled), -moved[id(s)]))[:OVERVIEW_ROWS]
+        rows = [s for s in rows if s in keep]
+    return rows, hidden
+
+
 def overview(plt: Any, runs: Sequence[Run], found: Sequence[Series], path: Path) -> Optional[Path]:
     """Every metric's runs as the change from its first run, % worse (red) or better (blue), a
     row per test and metric; steps are outlined, drifting rows marked. With many metrics, the
     ones that moved most (flagged first) get the rows."""
-    rows = [s for s in found if len(s.present) >= 2]
+    rows, hidden = _overview_rows(found)
     if not rows:
         return None
     limit = 0.10
-
-    def changes(s: Series) -> List[float]:
-        first = s.points[s.present[0]].value  # type: ignore[union-attr]
-        return [float("nan") if p is None else s.worse(p.value / first - 1) for p in s.points]
-
-    moved = {id(s): max(abs(x) for x in changes(s) if x == x) for s in rows}
-    hidden = max(0, len(rows) - OVERVIEW_ROWS)
-    if hidden:
-        keep = sorted(rows, key=lambda s: (not (s.flagged or s.troubled), -moved[id(s)]))[:OVERVIEW_ROWS]
-        rows = [s for s in rows if s in keep]
-    grid = [[max(-limit, min(limit, x)) if x == x else x for x in changes(s)] for s in rows]
+    grid = [[max(-limit, min(limit, x)) if x == x else x for x in _changes(s)] for s in rows]
     fig, ax = plt.subplots(figsize=(max(7.0, 0.35 * len(runs) + 6), 0.22 * len(rows) + 1.9))
     image = ax.imshow([[x * 100 for x in r] for r in grid], aspect="auto", cmap="RdBu_r",
                       vmin=-limit * 100, vmax=limit * 100, interpolation="nearest")

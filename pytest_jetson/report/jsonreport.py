@@ -51,10 +51,11 @@ import datetime as _dt
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
+from ..gate.session import TestResult
 from .counts import TestCounts, from_results
 from .render import message
 
@@ -77,7 +78,7 @@ def _clean(x: Any) -> Any:
 
 
 def _test(result: Any) -> Dict[str, Any]:
-    d = result.to_dict()
+    d = result.to_json()
     for vd, v in zip(d["verdicts"], result.verdicts):
         vd["message"] = message(v)
     return d
@@ -137,12 +138,15 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
     return doc
 
 
-def measurements_by_key(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """Every measurement of a report by its baseline key."""
-    out: Dict[str, Dict[str, Any]] = {}
-    for t in report.get("tests", []):
-        for m in t.get("measurements", []):
-            out[m.get("key") or t["nodeid"]] = m
+def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult]:
+    """A report's tests as gate results (``Measurement`` and ``Verdict`` objects); a test the
+    report holds in another shape is a BaselineError naming the file and the test."""
+    out = []
+    for t in doc.get("tests", []):
+        try:
+            out.append(TestResult.from_json(t))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            nodeid = t.get("nodeid", "?") if isinstance(t, dict) else "?"
+            raise BaselineError(f"report {path}: test {nodeid} cannot be read ({type(exc).__name__}: {exc}); "
+                                f"re-create the report with pytest --jetson-report-json") from None
     return out
-
-

@@ -13,11 +13,9 @@ from ..gate.keys import key_label
 def properties(result: Any) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
     several = len(result.measurements) > 1
-    for m in result.measurements:
-        prefix = "jetson." + (key_label(m.get("key", "")) + "." if several else "")
-        for metric, value in sorted((m.get("summary") or {}).items()):
-            if isinstance(value, dict):
-                value = value.get("min")
+    for key, m in result.keyed():
+        prefix = "jetson." + (key_label(key) + "." if several else "")
+        for metric, value in sorted(m.summary().items()):
             if value is not None:
                 out.append((prefix + metric, f"{value:.6g}"))
     for v in result.verdicts:

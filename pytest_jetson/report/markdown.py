@@ -8,67 +8,72 @@ the trends of past runs to the same step summary (``report.history.markdown``)."
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from ..gate.verdict import outcome
 from .counts import TestCounts, from_results
-from .render import change_text, label, message, value_text
-from .terminal import PROBLEMS, ordered, skipped_notes
-
-_ICON = {"fail": "❌", "error": "❌", "inconclusive": "⚠️", "skip": "⏭️", "recorded": "📝", "pass": "✅"}
+from .render import change_text, message, value_text
+from .terminal import ordered, shown, skipped_notes
 
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _verdict_line(test: str, v: Any) -> str:
+    tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else ""
+    row = v.outcome_row
+    return (f"| {test} | {v.metric}{_cell(tag)} `{_cell(v.bound)}` | {value_text(v.metric, v.value, v.ci)} | "
+            f"{value_text(v.metric, v.baseline, v.ci)} | {change_text(v.worse)} | {row.icon} {row.label} |")
+
+
 def _table(results: Sequence[Any], show_all: bool) -> List[str]:
     lines = ["| test | bound | value | baseline | change | verdict |", "|---|---|---|---|---|---|"]
+    error = outcome("error")
     for r in ordered(results):
-        first = True
+        test = f"`{_cell(r.nodeid)}`"
         if r.error:
-            lines.append(f"| `{_cell(r.nodeid)}` | (nothing recorded) | - | - | - | ❌ ERROR |")
-            first = False
-        for v in r.verdicts:
-            if not show_all and v.outcome not in PROBLEMS:
-                continue
-            test = f"`{_cell(r.nodeid)}`" if first else ""
-            first = False
-            tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else ""
-            lines.append(
-                f"| {test} | {v.metric}{_cell(tag)} `{_cell(v.bound)}` | {value_text(v.metric, v.value, v.ci)} | "
-                f"{value_text(v.metric, v.baseline, v.ci)} | {change_text(v.worse)} | "
-                f"{_ICON.get(v.outcome, '')} {label(v.outcome)} |")
+            lines.append(f"| {test} | (nothing recorded) | - | - | - | {error.icon} {error.label} |")
+            test = ""
+        for v in shown(r.verdicts, "all" if show_all else "problems"):
+            lines.append(_verdict_line(test, v))
+            test = ""
     return lines if len(lines) > 2 else []
 
 
-def render(results: Sequence[Any], device_fingerprint: Dict[str, Any], counts: Optional[TestCounts] = None,
-           title: str = "") -> str:
-    fp = device_fingerprint
-    counts = counts if counts is not None else from_results(results)
-    lines: List[str] = ["## pytest-jetson perf gate", ""]
+def _heading(fp: Dict[str, Any], counts: TestCounts, title: str) -> List[str]:
+    """The title line (where the numbers come from) and the counts."""
     if not title:
         kind = "simulated" if fp.get("simulated") else "real"
         title = f"{fp.get('device')} ({kind}) · power mode {fp.get('power_mode')}"
-    lines.append(f"**{_cell(title)}** · JetPack {fp.get('jetpack') or '-'} · TensorRT {fp.get('tensorrt') or '-'}")
-    lines.append("")
     status = "❌ regressions found" if counts.failed else "✅ no regressions"
     line = f"{status}: perf tests: {counts.words()}"
     if counts.bounds:
         line += f" · bounds: {counts.bound_words()}"
-    lines += [line, ""]
+    return [f"**{_cell(title)}** · JetPack {fp.get('jetpack') or '-'} · TensorRT {fp.get('tensorrt') or '-'}",
+            "", line, ""]
+
+
+def _why(results: Sequence[Any]) -> List[str]:
+    """Each error and each bound that needs a look in full, then the skipped bounds, folded."""
+    details = [(r.nodeid, r.error) for r in results if r.error]
+    details += [(r.nodeid, message(v)) for r in ordered(results) for v in shown(r.verdicts)]
+    skipped = skipped_notes(results)
+    if not details and not skipped:
+        return []
+    lines = ["<details><summary>why</summary>", ""]
+    for nodeid, msg in details:
+        lines += [f"- `{nodeid}`:", "  ```"] + ["  " + m for m in str(msg).splitlines()] + ["  ```"]
+    lines += [f"- {_cell(s)}" for s in skipped]
+    return lines + ["", "</details>", ""]
+
+
+def render(results: Sequence[Any], device_fingerprint: Dict[str, Any], counts: Optional[TestCounts] = None,
+           title: str = "") -> str:
+    counts = counts if counts is not None else from_results(results)
+    lines: List[str] = ["## pytest-jetson perf gate", ""] + _heading(device_fingerprint, counts, title)
     problems = _table(results, show_all=False)
     if problems:
         lines += problems + [""]
-    details = [(r.nodeid, r.error) for r in results if r.error]
-    details += [(r.nodeid, message(v)) for r in ordered(results) for v in r.verdicts if v.outcome in PROBLEMS]
-    skipped = skipped_notes(results)
-    if details or skipped:
-        lines += ["<details><summary>why</summary>", ""]
-        for nodeid, msg in details:
-            lines.append(f"- `{nodeid}`:")
-            lines.append("  ```")
-            lines += ["  " + m for m in str(msg).splitlines()]
-            lines.append("  ```")
-        lines += [f"- {_cell(s)}" for s in skipped]
-        lines += ["", "</details>", ""]
+    lines += _why(results)
     everything = _table(results, show_all=True)
     if everything and len(everything) != len(problems):
         n = sum(len(r.verdicts) for r in results)

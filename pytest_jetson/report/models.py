@@ -7,7 +7,7 @@ project root (pool workers by the file's stem), so ``--model models/tinynet.onnx
 
 import os
 from pathlib import PurePath
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 
 def looks_like_path(model: str) -> bool:
@@ -31,14 +31,21 @@ def same_model(recorded: Optional[str], wanted: str) -> bool:
     return False
 
 
-def models_of(measurement: Dict[str, Any]) -> List[str]:
-    """Every model a serialised measurement ran: its own, its environment's, its workers'."""
-    found = [measurement.get("model"), (measurement.get("environment") or {}).get("model")]
-    found += [w.get("model") for w in measurement.get("workers") or []]
+def _field(measurement: Any, name: str) -> Any:
+    if isinstance(measurement, dict):
+        return measurement.get(name)
+    return getattr(measurement, name, None)
+
+
+def models_of(measurement: Any) -> List[str]:
+    """Every model a measurement ran: its own, its environment's, its workers'. ``measurement``:
+    a ``Measurement``, or one as a report stores it (``gate.reports`` reads them so)."""
+    found = [_field(measurement, "model"), (_field(measurement, "environment") or {}).get("model")]
+    found += [_field(w, "model") for w in _field(measurement, "workers") or []]
     return [m for m in found if m]
 
 
-def matches(measurement: Dict[str, Any], wanted: Sequence[str]) -> bool:
+def matches(measurement: Any, wanted: Sequence[str]) -> bool:
     """Whether the measurement ran any of ``wanted`` (empty: every measurement matches)."""
     if not wanted:
         return True

@@ -13,12 +13,10 @@
 import math
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..errors import ConfigError
 
-COLOUR = {"pass": "#2e7d32", "fail": "#c62828", "error": "#c62828", "inconclusive": "#f9a825",
-          "skip": "#9e9e9e", "recorded": "#1565c0"}
 #: the most bounds one comparison figure shows (the worst first); the title says how many more
 MAX_ROWS = 60
 
@@ -39,25 +37,31 @@ def slug(nodeid: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
 
 
-def _series(m: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    s = (m.get("extra") or {}).get("telemetry_series")
+def telemetry_series(m: Any) -> Any:
+    """The telemetry series a measurement kept for its timeline (``telemetry.series.Series``), or
+    None. The one place the figures learn where a measurement keeps it."""
+    s = getattr(m, "telemetry_series", None)
     if s is None:
-        s = (m.get("telemetry") or {}).get("series") if isinstance(m.get("telemetry"), dict) else None
-    return s if isinstance(s, dict) and s.get("t") else None
+        s = (m.extra or {}).get("telemetry_series")
+    if isinstance(s, dict):
+        from ..telemetry.series import Series
+
+        s = Series.from_dict(s)
+    return s if s is not None and len(s.t) else None
 
 
-def window_of(m: Dict[str, Any]) -> float:
+def window_of(m: Any) -> float:
     """The measured window's length: a pool's shared window, else the measurement's duration."""
-    window = (m.get("extra") or {}).get("window")
-    return float(window if isinstance(window, (int, float)) and window > 0 else m.get("duration") or 0.0)
+    window = (m.extra or {}).get("window")
+    return float(window if isinstance(window, (int, float)) and window > 0 else m.duration or 0.0)
 
 
-def in_window(series: Dict[str, Any], window: float) -> Tuple[List[float], List[int]]:
-    """The sample times from the window's start (the series' first sample) and the indices of the
+def in_window(t: Sequence[float], window: float) -> Tuple[List[float], List[int]]:
+    """The sample times ``t`` from the window's start (the first sample) and the indices of the
     samples inside the window. The sample taken as the sampler stops, at the window's end, reads
     a board that has already gone idle: samples within half an interval of the end or after it
     are left out."""
-    t = [float(x) for x in series["t"]]
+    t = [float(x) for x in t]
     t0 = t[0]
     steps = sorted(b - a for a, b in zip(t, t[1:]) if b > a)
     half = steps[len(steps) // 2] / 2 if steps else 0.0
@@ -66,63 +70,84 @@ def in_window(series: Dict[str, Any], window: float) -> Tuple[List[float], List[
     return [t[i] - t0 for i in keep], keep
 
 
-def latency_lines(m: Dict[str, Any]) -> List[Tuple[str, List[float], List[float]]]:
+def latency_lines(m: Any) -> List[Tuple[str, List[float], List[float]]]:
     """(label, end time of each iteration from the window's start, latency in ms) for a single
     measurement, or one per worker of a pool."""
-    workers = m.get("workers") or []
+    workers = getattr(m, "workers", None) or []
     out = []
     for w in workers or [m]:
-        lat = [float(x) for x in w.get("latencies") or []]
-        start = float((w.get("extra") or {}).get("window_start") or 0.0)
+        lat = [float(x) for x in w.latencies or []]
+        start = float((w.extra or {}).get("window_start") or 0.0)
         t, acc = [], start
         for x in lat:
             acc += x
             t.append(acc)
-        label = (w.get("name") or f"worker {len(out)}") if workers else ""
+        label = (w.name or f"worker {len(out)}") if workers else ""
         out.append((label, t, [x * 1e3 for x in lat]))
     return out
 
 
-_PANELS = (("board_power_w", "board power (W)"), ("gpu_util", "GPU util (%)"),
-           ("gpu_clock_mhz", "GPU clock (MHz)"), ("cpu_util", "CPU util (%)"),
-           ("memory_bytes", "memory (GiB)"), ("temps_c", "temperature (C)"))
+def _read(col: Any) -> bool:
+    return any(v is not None and v == v for v in col)  # NaN: not read
+
+
+#: (series column, axis label, scale) of each telemetry panel, top to bottom
+_PANELS = (("board_power_w", "board power (W)", 1.0), ("gpu_util", "GPU util (%)", 1.0),
+           ("gpu_clock_mhz", "GPU clock (MHz)", 1.0), ("cpu_util", "CPU util (%)", 1.0),
+           ("memory_bytes", "memory (GiB)", 1 / 2 ** 30))
+_TEMPS = ("temps_c", "temperature (C)", 1.0)
+
+
+def _panels(series: Sequence[Any]) -> List[Tuple[str, str, float]]:
+    """The panels some series has readings for; temperatures last, one line per sensor."""
+    out = [p for p in _PANELS if any(_read(getattr(s, p[0])) for s in series)]
+    return out + ([_TEMPS] if any(s.temps_c for s in series) else [])
+
+
+def _tag(key: str) -> str:
+    """A measurement's name within its test ('' for a test's only measurement)."""
+    return key.split("|", 1)[1] if "|" in key else ""
+
+
+def _latency_panel(ax: Any, result: Any) -> None:
+    for key, m in result.keyed():
+        tag = _tag(key) + " " if _tag(key) else ""
+        for label, t, lat in latency_lines(m):
+            ax.plot(t, lat, lw=0.5, alpha=0.8, label=(tag + label).strip() or None)
+    ax.set_ylabel("latency (ms)")
+    labels = ax.get_legend_handles_labels()[1]
+    if labels and len(labels) <= 16:
+        ax.legend(fontsize="x-small", ncol=min(4, len(labels)), loc="upper right")
+
+
+def _telemetry_panel(ax: Any, panel: Tuple[str, str, float], lines: Sequence[Tuple[str, Any, Any]]) -> None:
+    """``lines``: (prefix, measurement, series) of each measurement with a series."""
+    name, label, scale = panel
+    for prefix, m, s in lines:
+        t, keep = in_window(s.t, window_of(m))
+        if name == "temps_c":
+            for sensor, col in sorted(s.temps_c.items()):
+                ax.plot(t, [_nan(col[i]) for i in keep], lw=0.8, label=prefix + sensor)
+        else:
+            col = getattr(s, name)
+            ax.plot(t, [_nan(col[i]) * scale for i in keep], lw=0.8, label=prefix or None)
+    if name == "temps_c":
+        ax.legend(fontsize="x-small", ncol=4, loc="lower right")
+    ax.set_ylabel(label)
 
 
 def timeline(plt: Any, result: Any, path: Path) -> Path:
-    ms = result.measurements
-    series = [(m, s) for m, s in ((m, _series(m)) for m in ms) if s]
-    panels = []
-    for name, label in _PANELS:
-        if name == "temps_c":
-            if any(s.get("temps_c") for _, s in series):
-                panels.append((name, label))
-        elif any(any(v is not None for v in s.get(name) or []) for _, s in series):
-            panels.append((name, label))
+    several = len(result.measurements) > 1
+    lines = [((_tag(key) + ": ") if several and _tag(key) else "", m, telemetry_series(m))
+             for key, m in result.keyed()]
+    lines = [line for line in lines if line[2] is not None]
+    panels = _panels([s for _, _, s in lines])
     fig, axes = plt.subplots(1 + len(panels), 1, figsize=(9, 1.9 + 1.7 * len(panels)), sharex=True,
                              squeeze=False)
     axes = axes[:, 0]
-    several = len(ms) > 1
-    for m in ms:
-        tag = (m.get("key", "").split("|", 1)[1] + " ") if "|" in m.get("key", "") else ""
-        for label, t, lat in latency_lines(m):
-            text = (tag + label).strip() or None
-            axes[0].plot(t, lat, lw=0.5, alpha=0.8, label=text)
-    axes[0].set_ylabel("latency (ms)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    if labels and len(labels) <= 16:
-        axes[0].legend(fontsize="x-small", ncol=min(4, len(labels)), loc="upper right")
-    for ax, (name, label) in zip(axes[1:], panels):
-        for m, s in series:
-            t, keep = in_window(s, window_of(m))
-            prefix = (m.get("key", "").split("|", 1)[1] + ": ") if several and "|" in m.get("key", "") else ""
-            if name == "temps_c":
-                for sensor, col in sorted(s["temps_c"].items()):
-                    ax.plot(t, [_nan(col[i]) for i in keep], lw=0.8, label=prefix + sensor)
-                ax.legend(fontsize="x-small", ncol=4, loc="lower right")
-            else:
-                scale = 1 / 2 ** 30 if name == "memory_bytes" else 1.0
-                ax.plot(t, [_nan(s[name][i]) * scale for i in keep], lw=0.8, label=prefix or None)
-        ax.set_ylabel(label)
+    _latency_panel(axes[0], result)
+    for ax, panel in zip(axes[1:], panels):
+        _telemetry_panel(ax, panel, lines)
     for ax in axes:
         ax.grid(True, alpha=0.3)
     axes[-1].set_xlabel("time in the measured window (s)")
@@ -159,7 +184,7 @@ def comparison(plt: Any, rows: Sequence[Tuple[str, Any]], path: Path, title: str
         ax.barh(i, tol - left, left=left, height=0.8, color="#e8f5e9", zorder=0)
         ax.barh(i, right - tol, left=tol, height=0.8, color="#ffebee", zorder=0)
         ax.plot([tol, tol], [i - 0.4, i + 0.4], color="#c62828", lw=0.8, zorder=1)
-        colour = COLOUR.get(v.outcome, "#607d8b")
+        colour = v.outcome_row.colour
         if v.worse_ci:
             a, b = (max(left, min(right, x * 100)) for x in v.worse_ci)
             ax.plot([a, b], [i, i], color=colour, lw=2, zorder=2)

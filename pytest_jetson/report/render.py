@@ -7,20 +7,17 @@ direction (``metrics.METRICS[...].worse``), never a bare signed number.
 """
 
 import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
 from ..metrics import METRICS, format_percent, format_value
 
 RECORD_HINT = "record with --jetson-update-baselines"
 
-_LABEL = {"error": "ERROR", "fail": "FAIL", "inconclusive": "inconclusive", "skip": "skip",
-          "recorded": "recorded", "pass": "pass"}
-
 
 def label(outcome: str) -> str:
     """The outcome as tables show it (failures in capitals)."""
-    return _LABEL.get(outcome, outcome)
+    return V.outcome(outcome).label
 
 
 def change_text(worse: Optional[float], precision: int = 1) -> str:
@@ -207,9 +204,7 @@ def failure_section(result: Any, inconclusive: str = "pass") -> str:
     bad = result.failing(inconclusive)
     lines = []
     for v in bad:
-        lead = {"fail": "perf bound failed: ", "error": "perf bound error: ",
-                "inconclusive": "perf bound inconclusive (--jetson-inconclusive=fail): "}.get(v.outcome, "")
-        lines.append(lead + _tag(v) + message(v))
+        lines.append(v.outcome_row.lead + _tag(v) + message(v))
     others = [v for v in result.verdicts if v not in bad]
     if others:
         lines.append("other bounds: " + "; ".join(
@@ -227,41 +222,42 @@ def _entries(n: int) -> str:
     return f"{n} entr{'y' if n == 1 else 'ies'}"
 
 
+def _plural_entries(n: int) -> str:
+    return f"entr{'y' if n == 1 else 'ies'}"
+
+
+def _written_lines(summary: Any) -> List[str]:
+    if summary.written:
+        files = sorted({f for f, _ in summary.written})
+        return [f"baselines: wrote {_entries(len(summary.written))} to {', '.join(files)}"]
+    if summary.update:
+        return ["baselines: nothing to write (no entry new or changed beyond noise)"]
+    return []
+
+
+def _unused_lines(summary: Any, n_unused: int) -> List[str]:
+    if summary.pruned:
+        lines = [f"baselines: pruned {summary.pruned} unused {_plural_entries(summary.pruned)}"]
+    else:
+        lines = [f"baselines: {n_unused} unused {_plural_entries(n_unused)} (no selected test used them; "
+                 f"remove with --jetson-prune-baselines):"]
+    for path, keys in summary.unused.items():
+        lines += [f"  {path}: {k}" for k in keys]
+    n_kept = sum(len(v) for v in (getattr(summary, "kept", None) or {}).values())
+    if summary.prune and n_kept:
+        lines.append(f"baselines: kept {n_kept} unused {_plural_entries(n_kept)} that no collected module "
+                     f"accounts for (a moved or deleted module, another rootdir): remove them by hand "
+                     f"if they are stale")
+    return lines
+
+
 def baseline_summary(summary: Any) -> List[str]:
-    lines = []
-    written = summary.written
-    if written:
-        files = sorted({f for f, _ in written})
-        lines.append(f"baselines: wrote {_entries(len(written))} to {', '.join(files)}")
-    elif summary.update:
-        lines.append("baselines: nothing to write (no entry new or changed beyond noise)")
-    for err in summary.errors:
-        lines.append(f"baselines: could not write {err}")
+    """What the end of the session did to the baselines, in lines."""
+    lines = _written_lines(summary) + [f"baselines: could not write {err}" for err in summary.errors]
     n_unused = sum(len(v) for v in summary.unused.values())
     if n_unused:
-        if summary.pruned:
-            n = summary.pruned
-            lines.append(f"baselines: pruned {n} unused entr{'y' if n == 1 else 'ies'}")
-        else:
-            lines.append(f"baselines: {n_unused} unused entr{'y' if n_unused == 1 else 'ies'} (no selected "
-                         f"test used them; remove with --jetson-prune-baselines):")
-        for path, keys in summary.unused.items():
-            lines += [f"  {path}: {k}" for k in keys]
-        kept = getattr(summary, "kept", None) or {}
-        n_kept = sum(len(v) for v in kept.values())
-        if summary.prune and n_kept:
-            lines.append(f"baselines: kept {n_kept} unused entr{'y' if n_kept == 1 else 'ies'} that "
-                         f"no collected module accounts for (a moved or deleted module, another "
-                         f"rootdir): remove them by hand if they are stale")
+        lines += _unused_lines(summary, n_unused)
     elif summary.prune and summary.partial_selection:
         lines.append("baselines: not pruned: the run selected part of the suite (-k, -m, node ids or --lf)")
     lines += [f"pytest-jetson: {note}" for note in getattr(summary, "notes", None) or []]
     return lines
-
-
-def outcome_counts(results: Sequence[Any]) -> Dict[str, int]:
-    """Tests by their gate outcome, worst first."""
-    counts: Dict[str, int] = {}
-    for r in results:
-        counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: V.rank(kv[0])))

@@ -11,14 +11,13 @@ import textwrap
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate.keys import key_label
-from ..gate.verdict import rank
+from ..gate.verdict import outcome, rank
 from . import render
 from .counts import TestCounts
 from .text import Column, natural_key, table
 
-#: outcomes a default (short) table lists
-PROBLEMS = ("error", "fail", "inconclusive")
-SHOW = ("problems", "all", "none")
+#: what a test that bounds nothing shows in a full table
+MEASURED = ("throughput", "latency_p99")
 
 COLUMNS = (
     Column("test / bound"),
@@ -37,7 +36,37 @@ def ordered(results: Sequence[Any]) -> List[Any]:
 def _verdict_row(v: Any, indent: str) -> List[str]:
     return [indent + v.metric, render.value_text(v.metric, v.value, v.ci),
             render.value_text(v.metric, v.baseline, v.ci), render.change_text(v.worse), v.bound,
-            render.label(v.outcome)]
+            v.outcome_row.label]
+
+
+def shown(verdicts: Sequence[Any], show: str = "problems") -> List[Any]:
+    """The verdicts a table lists: all, or those whose outcome needs a look."""
+    return [v for v in verdicts if show == "all" or v.outcome_row.needs_look]
+
+
+def _bound_rows(verdicts: Sequence[Any], cells: Any) -> List[List[str]]:
+    """A row per verdict, under a heading per measurement when the test recorded several."""
+    labels = {key_label(v.measurement) for v in verdicts}
+    several = len(labels) > 1 or bool(labels - {""})
+    out: List[List[str]] = []
+    current: Optional[str] = None
+    for v in sorted(verdicts, key=lambda v: (natural_key(key_label(v.measurement)), rank(v.outcome))):
+        label = key_label(v.measurement)
+        if several and label != current:
+            out.append([f"  [{label}]"])
+            current = label
+        out.append(cells(v, "    " if several else "  "))
+    return out
+
+
+def _measured_rows(measurement: Any) -> List[List[str]]:
+    """What a test without bounds measured (its headline metrics)."""
+    out = []
+    for metric in MEASURED:
+        value = measurement.metric(metric)
+        if value is not None:
+            out.append(["  " + metric, render.value_text(metric, value), "-", "-", "-", "measured"])
+    return out
 
 
 def rows(results: Sequence[Any], show: str = "problems", cells: Any = _verdict_row) -> List[List[str]]:
@@ -45,27 +74,15 @@ def rows(results: Sequence[Any], show: str = "problems", cells: Any = _verdict_r
     (``cells(verdict, indent)`` gives its cells)."""
     out: List[List[str]] = []
     for r in ordered(results):
-        verdicts = [v for v in r.verdicts if show == "all" or v.outcome in PROBLEMS]
+        verdicts = shown(r.verdicts, show)
         if not verdicts and not r.error and not (show == "all" and r.measurements):
             continue
         out.append([r.nodeid])
         if r.error:
-            out.append(["  (nothing recorded)", "-", "-", "-", "-", render.label("error")])
-        labels = {key_label(v.measurement) for v in verdicts}
-        several = len(labels) > 1 or bool(labels - {""})
-        current: Optional[str] = None
-        for v in sorted(verdicts, key=lambda v: (natural_key(key_label(v.measurement)), rank(v.outcome))):
-            label = key_label(v.measurement)
-            if several and label != current:
-                out.append([f"  [{label}]"])
-                current = label
-            out.append(cells(v, "    " if several else "  "))
+            out.append(["  (nothing recorded)", "-", "-", "-", "-", outcome("error").label])
+        out += _bound_rows(verdicts, cells)
         if not r.verdicts and not r.error:
-            summ = r.measurements[0].get("summary", {}) or {}
-            for metric in ("throughput", "latency_p99"):
-                if summ.get(metric) is not None:
-                    out.append(["  " + metric, render.value_text(metric, summ[metric]), "-", "-", "-",
-                                "measured"])
+            out += _measured_rows(r.measurements[0])
     return out
 
 
@@ -75,7 +92,7 @@ def skipped_notes(results: Sequence[Any]) -> List[str]:
     for r in ordered(results):
         per_test: Dict[str, List[str]] = {}
         for v in r.verdicts:
-            if v.outcome == "skip":
+            if v.outcome_row.said_once:
                 per_test.setdefault(render.why_not_compared(v), []).append(f"{v.metric} {v.bound}")
         for why, names in per_test.items():
             by_reason.setdefault(why, []).append((r.nodeid, names))
@@ -103,7 +120,7 @@ def summary(results: Sequence[Any], counts: TestCounts, title: str = "", width: 
     count = f"perf tests: {counts.words()}"
     if counts.bounds:
         count += f" · bounds: {counts.bound_words()}"
-    hidden = sum(1 for r in results for v in r.verdicts if v.outcome not in PROBLEMS)
+    hidden = sum(1 for r in results for v in r.verdicts if not v.outcome_row.needs_look)
     if show == "problems" and hidden:
         count += " · -v lists every bound"
     for text in notes + [count]:

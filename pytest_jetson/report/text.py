@@ -1,4 +1,4 @@
-"""Plain-text layout shared by the terminal summary and the CLI: natural sorting and tables that
+"""Plain-text layout shared by the terminal summary and the CLI: a natural sort key and tables that
 fit the terminal's width.
 
 A table's columns say how they give way when the terminal is narrow: optional columns are dropped
@@ -17,11 +17,6 @@ def natural_key(text: Any) -> Tuple[Any, ...]:
     """Sort key that orders numbers inside text by value: b1, b2, b16 (not b1, b16, b2)."""
     parts = re.split(r"(\d+)", str(text))
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p != "")
-
-
-def natural_sorted(items: Sequence[Any], key: Any = None) -> List[Any]:
-    key = key or (lambda x: x)
-    return sorted(items, key=lambda x: natural_key(key(x)))
 
 
 def shorten(text: str, width: int) -> str:
