@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
-from ..metrics import METRICS, format_value
+from ..gate.merge import REWRITE_ALPHA, metric_changed
+from ..metrics import METRICS, defaults, format_value
 from ..report.text import Column, table
 from .compare import _print, width
 
-DEFAULT_METRICS = ("throughput", "latency_mean", "latency_p50", "latency_p99", "per_process_throughput",
-                   "memory", "power", "energy")
+DEFAULT_METRICS = defaults("compare")
 
 Entries = Dict[Tuple[str, str], Dict]  # (file relative to the baselines dir, key) -> entry
 
@@ -115,7 +115,6 @@ def change_words(metric: str, old: float, new: float) -> str:
 def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple[List[List[str]], int, int]:
     """Rows (device, test, metric, old, new, change, significant) of the metrics that differ; the
     number of significant changes that made things worse, and of metrics compared."""
-    from ..gate.baseline import REWRITE_ALPHA, _metric_changed
 
     pairs = [(k, name) for k in sorted(set(old) & set(new)) for name in metrics
              if name in (old[k].get("metrics") or {}) and name in (new[k].get("metrics") or {})]
@@ -126,7 +125,7 @@ def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple
         va, vb = float(a["value"]), float(b["value"])
         if va == vb:
             continue
-        sig = _metric_changed(name, a, b, alpha)
+        sig = metric_changed(name, a, b, alpha)
         words = change_words(name, va, vb)
         if sig and words.endswith("worse"):
             worse += 1

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BaselineError
 from ..gate.baseline import describe_file
-from ..metrics import METRICS
+from ..metrics import METRICS, defaults
 from ..report.models import check_known, same_model
 from ..report.render import value_text
 from ..report.text import Column, natural_key, table
@@ -47,7 +47,7 @@ def _files(root: Path) -> List[Path]:
 
 
 def _metrics(asked: Optional[Sequence[str]]) -> List[str]:
-    metrics = list(asked or ["throughput", "latency_p99", "memory", "power"])
+    metrics = list(asked or defaults("show"))
     bad = [m for m in metrics if m not in METRICS]
     if bad:
         raise _Usage(f"unknown metric {bad[0]!r}; known: {', '.join(METRICS)}")

@@ -21,13 +21,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
 from ..gate.verdict import outcome
-from ..metrics import METRICS
+from ..metrics import METRICS, defaults
 from . import render
 from .text import natural_key
 from .trend import Trend, analyse
 
 #: metrics followed for a test that bounds none
-DEFAULT_METRICS = ("throughput", "latency_mean")
+DEFAULT_METRICS = defaults("history")
 
 
 @dataclass

@@ -12,12 +12,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate.keys import key_label
 from ..gate.verdict import outcome, rank
+from ..metrics import defaults
 from . import render
 from .counts import TestCounts
 from .text import Column, natural_key, table
 
 #: what a test that bounds nothing shows in a full table
-MEASURED = ("throughput", "latency_p99")
+MEASURED = defaults("measured")
 
 COLUMNS = (
     Column("test / bound"),

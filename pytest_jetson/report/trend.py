@@ -24,7 +24,7 @@ from statistics import NormalDist
 from typing import List, Optional, Sequence, Tuple
 
 from ..gate import family
-from ..gate.stats import t_sf
+from ..gate.distributions import t_sf
 
 
 def t_sf2(t: float, df: float) -> float:
