@@ -81,7 +81,7 @@ class Metric:
     ``sample``: the compact sample a baseline stores for it (metrics sharing one name share one
     sample). ``run_to_run``: the standard deviation of log(value) between runs on one board that
     the gate assumes when a baseline carries no estimate of its own (what no within-run error can
-    see: another boot, another thermal state; see README, "The statistics of the gate").
+    see: another boot, another thermal state; see docs/explanation/statistics.md).
     ``defaults``: the default metric lists it is in (``DEFAULT_LISTS``). ``plugin``: who added it.
     """
 

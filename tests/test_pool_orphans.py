@@ -3,7 +3,7 @@
 Real processes throughout; every process a test starts carries a marker in its environment
 (children inherit it), so what is left is found even after it was re-parented. The big run
 (20 SIGINTs and 20 SIGKILLs of the parent at random moments) is the benchmark
-tests/benchmarks/test_bench_pool.py::test_bench_no_orphans_at_random_moments.
+benchmarks/test_bench_pool.py::test_bench_no_orphans_at_random_moments.
 """
 
 import os

@@ -99,7 +99,7 @@ def test_steps_smaller_than_the_minimum_change_are_not_reported():
 
 
 def test_noise_alone_rarely_raises_anything():
-    # the false alarm rate over many seeds is a benchmark figure (tests/benchmarks); here: a few
+    # the false alarm rate over many seeds is a benchmark figure (benchmarks/); here: a few
     flagged = sum(bool(trend.analyse(noisy(12, seed)).steps or trend.analyse(noisy(12, seed)).drift)
                   for seed in range(20))
     assert flagged <= 3

@@ -1,5 +1,5 @@
 """The model against published Jetson results: what it can express, how it is fitted, how it is
-reported. The cross-validated error itself is a figure from tests/benchmarks/test_bench_sim.py."""
+reported. The cross-validated error itself is a figure from benchmarks/test_bench_sim.py."""
 
 import json
 

@@ -10,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.jetson("orin-nano")
 
 MODELS = ["resnet50", "fcn_resnet50", "yolov8n"]
-# long enough for the gate to decide a 5-10% change (see README, "The statistics of the gate"):
+# long enough for the gate to decide a 5-10% change (see docs/explanation/statistics.md):
 # FCN_ResNet50 at 520x520 runs a few inferences per second per process
 DURATION = {"resnet50": "5s", "yolov8n": "5s", "fcn_resnet50": "20s"}
 POOL_DURATION = {"resnet50": "5s", "yolov8n": "10s", "fcn_resnet50": "60s"}
@@ -30,7 +30,7 @@ ABSOLUTE = {
 
 # FCN_ResNet50 at batch 16 (about 0.9 s per batch on 8 GB) varies between seeds of the simulated
 # board by more than its 5% tolerances and the gate's run-to-run floor: with the shipped flags it
-# failed 3 of 100 unchanged runs alone (tests/benchmarks/test_bench_gate_suite.py), so the suite
+# failed 3 of 100 unchanged runs alone (benchmarks/test_bench_gate_suite.py), so the suite
 # stops at batch 8 there.
 MAX_BATCH = {"fcn_resnet50": 8}
 
