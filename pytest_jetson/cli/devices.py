@@ -113,8 +113,11 @@ def _table(header: Sequence[str], rows: List[Sequence[str]], right: Sequence[int
     return out
 
 
-#: the widest a listing gets (terminals and CI logs at 120 columns read it without wrapping)
-WIDTH = 120
+#: the widest the one-row-per-device listing gets (terminals and CI logs at 120 columns read it
+#: without wrapping)
+LISTING_WIDTH = 120
+#: where a device's sheet and the detection report wrap their text
+WIDTH = 100
 
 
 def _wrapped(label: str, text: str, label_width: int, width: int) -> List[str]:
@@ -123,7 +126,7 @@ def _wrapped(label: str, text: str, label_width: int, width: int) -> List[str]:
                          break_on_hyphens=False) or [lead.rstrip()]
 
 
-def summary_lines(selection: List[Profile], width: int = WIDTH) -> List[str]:
+def summary_lines(selection: List[Profile], width: int = LISTING_WIDTH) -> List[str]:
     """One row per device: what a user needs to pick a ``--jetson-device`` and a power mode;
     then each device's power modes and aliases, wrapped to ``width``."""
     header = ("device", "name", "GPU", "CC", "SMs", "cores", "TCs", "DLA", "memory", "GB/s", "modes")
@@ -220,8 +223,6 @@ def select(names: Optional[Sequence[str]] = None) -> List[Profile]:
             chosen.append(p)
     return chosen
 
-
-WIDTH = 100
 
 
 def detection_to_dict(found: Detection, root: Path) -> Dict[str, Any]:
