@@ -8,7 +8,7 @@ import pytest
 
 from pytest_jetson.cli.calibrate import main as calibrate_main
 from pytest_jetson.cli.sweep import main as sweep_main
-from pytest_jetson.sim import calibrate, constants, sources
+from pytest_jetson.sim import calibrate, constants, published
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def report():
 def test_every_published_row_is_predicted_or_left_out_with_a_reason(report):
     seen = {r["case"].id for r in report["rows"]}
     skipped = {str(row["id"]): why for row, why in report["skipped"]}
-    for row in sources.published_rows():
+    for row in published.published_rows():
         assert (str(row["id"]) in seen) != (str(row["id"]) in skipped), row["id"]
     for why in skipped.values():
         assert why.strip()
@@ -32,7 +32,7 @@ def test_every_published_row_is_predicted_or_left_out_with_a_reason(report):
 
 
 def test_every_source_names_the_harness_it_measured_with():
-    cs, _ = sources.cases()
+    cs, _ = published.cases()
     from pytest_jetson.sim.harness import HARNESSES
 
     for c in cs:
@@ -84,7 +84,7 @@ def test_every_fitted_group_has_more_rows_than_parameters():
     nuisance = [x for x in fitted if x in f.host_scale]
     assert f.rows["time"] > n_time + len(nuisance)
     assert f.rows["power"] > n_power
-    cs, _ = sources.cases()
+    cs, _ = published.cases()
     for s in nuisance:  # a source's own term only where the source has rows enough to fit it
         assert sum(1 for c in cs if c.source == s and c.group == "time") > 1
     # the harness terms stay out of the shared constants: every board constant is fitted once
@@ -109,7 +109,7 @@ def test_cross_validation_leaves_each_source_out(monkeypatch):
         return real_fit(train)
 
     monkeypatch.setattr(calibrate, "fit", spy)
-    cs = [c for c in sources.cases()[0] if c.source in ("CUDLA", "YOLOQAT", "VD_G", "VD_E")]
+    cs = [c for c in published.cases()[0] if c.source in ("CUDLA", "YOLOQAT", "VD_G", "VD_E")]
     loso = calibrate.cross_validate(cs)
     assert seen == [{"VD_G", "VD_E", "YOLOQAT"}, {"CUDLA", "VD_G", "YOLOQAT"}, {"CUDLA", "VD_E", "YOLOQAT"},
                     {"CUDLA", "VD_E", "VD_G"}]
@@ -119,7 +119,7 @@ def test_cross_validation_leaves_each_source_out(monkeypatch):
 def test_an_architecture_a_fit_never_saw_takes_its_nearest_measured_relatives_constants():
     """Held out, AGX Xavier's only source leaves Volta without rows: its tensor-core efficiency is
     Ampere's measured one, not the starting guess; the full fit measures Volta's own."""
-    cs = [c for c in sources.cases()[0] if c.source in ("T2T_XAV", "VD_G", "VD_E", "YOLOQAT")]
+    cs = [c for c in published.cases()[0] if c.source in ("T2T_XAV", "VD_G", "VD_E", "YOLOQAT")]
     without = calibrate.fit([c for c in cs if c.source != "T2T_XAV"])
     assert without.inherited["volta"] == "ampere"
     assert without.arch["volta"]["tc_eff"] == without.arch["ampere"]["tc_eff"]
@@ -130,13 +130,13 @@ def test_an_architecture_a_fit_never_saw_takes_its_nearest_measured_relatives_co
 
 
 def test_a_source_that_contradicts_itself_is_left_out_with_both_figures():
-    _, skipped = sources.cases()
+    _, skipped = published.cases()
     why = {str(row["id"]): reason for row, reason in skipped}
     assert "76.6" in why["29"] and "168" in why["29"]
 
 
 def test_the_gemm_microbenchmarks_set_the_efficiencies_directly():
-    cs, _ = sources.cases()
+    cs, _ = published.cases()
     gemm = {c.precision: c for c in cs if c.metric == "roof_gemm"}
     f = calibrate.stored_fit()
     pred = calibrate.predict_cases(f, list(gemm.values()))
@@ -173,13 +173,13 @@ def test_calibrate_command_prints_rows_the_error_tables_and_the_harnesses(capsys
 ])
 def test_a_missing_or_malformed_published_file_is_a_message_naming_it(tmp_path, monkeypatch, capsys,
                                                                          name, content, why):
-    for other in (*sources.FILES, "seeds.json"):
-        (tmp_path / other).write_bytes((sources.DATA / other).read_bytes())
+    for other in (*published.FILES, "seeds.json"):
+        (tmp_path / other).write_bytes((published.DATA / other).read_bytes())
     if content is None:
         (tmp_path / name).unlink()
     else:
         (tmp_path / name).write_text(content)
-    monkeypatch.setattr(sources, "DATA", tmp_path)
+    monkeypatch.setattr(published, "DATA", tmp_path)
     assert calibrate_main(["--report", "--summary"]) == 2
     captured = capsys.readouterr()
     assert f"published results file {tmp_path / name} {why}" in captured.err

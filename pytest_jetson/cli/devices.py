@@ -113,19 +113,20 @@ def _table(header: Sequence[str], rows: List[Sequence[str]], right: Sequence[int
     return out
 
 
-#: the widest a listing gets (terminals and CI logs at 120 columns read it without wrapping)
-WIDTH = 120
+#: the widest the one-row-per-device listing gets (terminals and CI logs at 120 columns read it
+#: without wrapping)
+LISTING_WIDTH = 120
+#: where a device's sheet and the detection report wrap their text
+WIDTH = 100
 
 
 def _wrapped(label: str, text: str, label_width: int, width: int) -> List[str]:
-    import textwrap
-
     lead = f"  {label:<{label_width}}  "
     return textwrap.wrap(text, width, initial_indent=lead, subsequent_indent=" " * len(lead),
                          break_on_hyphens=False) or [lead.rstrip()]
 
 
-def summary_lines(selection: List[Profile], width: int = WIDTH) -> List[str]:
+def summary_lines(selection: List[Profile], width: int = LISTING_WIDTH) -> List[str]:
     """One row per device: what a user needs to pick a ``--jetson-device`` and a power mode;
     then each device's power modes and aliases, wrapped to ``width``."""
     header = ("device", "name", "GPU", "CC", "SMs", "cores", "TCs", "DLA", "memory", "GB/s", "modes")
@@ -147,58 +148,57 @@ def summary_lines(selection: List[Profile], width: int = WIDTH) -> List[str]:
     for p in selection:
         lines += _wrapped(p.id, ", ".join(p.aliases) or MISSING, label, width)
     lines.append("")
-    import textwrap
-
     lines += textwrap.wrap(
         f"{len(selection)} devices. 'pytest-jetson devices NAME' shows one in full (aliases, clocks per "
         f"power mode, sources); '{MISSING}' = not in the public sources.", width)
     return lines
 
 
-def detail_lines(p: Profile) -> List[str]:
-    """One device's whole sheet, power-mode table included."""
-    lines = [f"{p.id}: {p.name}  (family {p.family})"]
-    lines.append(f"  aliases        {', '.join(p.aliases) or MISSING}")
-    lines.append(f"  model strings  {'; '.join(p.model_strings) or MISSING}")
-    lines.append(
+def _facts(p: Profile) -> List[str]:
+    return [
+        f"  aliases        {', '.join(p.aliases) or MISSING}",
+        f"  model strings  {'; '.join(p.model_strings) or MISSING}",
         f"  GPU            {p.gpu_arch}, compute capability {p.compute_capability or MISSING}, "
         f"{_num(p.sm_count)} SMs, {_num(p.cuda_cores)} CUDA cores, {_num(p.tensor_cores)} Tensor Cores, "
-        f"L2 {_num(p.l2_cache_bytes and p.l2_cache_bytes // 1024, '{} KiB')}"
-    )
-    lines.append(f"  INT8 (dense)   {_num(p.int8_tops_dense, '{:g} TOPS')}")
-    lines.append(f"  DLA            {p.dla_count}" + (f" x {_num(p.dla_max_mhz)} MHz" if p.dla_count else ""))
-    lines.append(f"  CPU            {_num(p.cpu_cores)} cores, {p.cpu_model or MISSING}, up to {_num(p.cpu_max_mhz)} MHz")
-    lines.append(f"  memory         {_memory(p)} {p.memory_type or ''}, {_num(p.memory_bandwidth_gbs)} GB/s".rstrip())
-    lines.append(f"  precisions     {', '.join(p.precisions)}")
-    lines.append("  power modes:")
+        f"L2 {_num(p.l2_cache_bytes and p.l2_cache_bytes // 1024, '{} KiB')}",
+        f"  INT8 (dense)   {_num(p.int8_tops_dense, '{:g} TOPS')}",
+        f"  DLA            {p.dla_count}" + (f" x {_num(p.dla_max_mhz)} MHz" if p.dla_count else ""),
+        f"  CPU            {_num(p.cpu_cores)} cores, {p.cpu_model or MISSING}, up to {_num(p.cpu_max_mhz)} MHz",
+        f"  memory         {_memory(p)} {p.memory_type or ''}, {_num(p.memory_bandwidth_gbs)} GB/s".rstrip(),
+        f"  precisions     {', '.join(p.precisions)}",
+    ]
+
+
+def _mode_table(p: Profile) -> List[str]:
     header = ("id", "mode", "budget W", "GPU MHz", "SMs on", "EMC MHz", "CPUs", "CPU MHz", "DLA MHz", "")
     rows = []
     for m in p.power_modes:
         budget = "none" if m.budget_w is None and m.name.upper().startswith("MAXN") else _num(m.budget_w)
-        sms = m.gpu_sm_active
-        rows.append((_num(m.id), m.name, budget, _num(m.gpu_max_mhz), _num(sms), _num(m.emc_max_mhz),
+        rows.append((_num(m.id), m.name, budget, _num(m.gpu_max_mhz), _num(m.gpu_sm_active), _num(m.emc_max_mhz),
                      _num(m.cpu_online), _num(m.cpu_max_mhz), _num(m.dla_max_mhz),
                      "default" if m.name == p.default_power_mode else ""))
-    lines.extend("    " + line for line in _table(header, rows, right=(0, 2, 3, 4, 5, 6, 7, 8)))
-    import textwrap
+    return ["    " + line for line in _table(header, rows, right=(0, 2, 3, 4, 5, 6, 7, 8))]
 
-    def para(text: str) -> List[str]:
-        return textwrap.wrap(text, WIDTH, initial_indent="    ", subsequent_indent="      ",
-                             break_on_hyphens=False, break_long_words=False)
 
-    notes = [f"{m.name}: {m.notes}" for m in p.power_modes if m.notes]
-    if notes:
-        lines.append("  mode notes:")
-        for n in notes:
-            lines += para(n)
-    if p.notes:
-        lines.append("  notes:")
-        for n in p.notes:
-            lines += para(n)
-    if p.sources:
-        lines.append("  sources:")
-        for k, v in p.sources.items():
-            lines += para(f"{k}: {v}")
+def _paragraphs(title: str, texts: Sequence[str]) -> List[str]:
+    """A titled list of notes, each wrapped with a hanging indent; nothing when there are none."""
+    if not texts:
+        return []
+    lines = [f"  {title}:"]
+    for text in texts:
+        lines += textwrap.wrap(text, WIDTH, initial_indent="    ", subsequent_indent="      ",
+                               break_on_hyphens=False, break_long_words=False)
+    return lines
+
+
+def detail_lines(p: Profile) -> List[str]:
+    """One device's whole sheet, power-mode table included."""
+    lines = [f"{p.id}: {p.name}  (family {p.family})"] + _facts(p)
+    lines.append("  power modes:")
+    lines += _mode_table(p)
+    lines += _paragraphs("mode notes", [f"{m.name}: {m.notes}" for m in p.power_modes if m.notes])
+    lines += _paragraphs("notes", list(p.notes or ()))
+    lines += _paragraphs("sources", [f"{k}: {v}" for k, v in (p.sources or {}).items()])
     return lines
 
 
@@ -224,8 +224,6 @@ def select(names: Optional[Sequence[str]] = None) -> List[Profile]:
     return chosen
 
 
-WIDTH = 100
-
 
 def detection_to_dict(found: Detection, root: Path) -> Dict[str, Any]:
     return {
@@ -241,36 +239,53 @@ def detection_to_dict(found: Detection, root: Path) -> Dict[str, Any]:
     }
 
 
+def _board(found: Detection) -> str:
+    if found.profile is not None:
+        return f"{found.profile.name} ({found.profile.id})"
+    if found.is_jetson:
+        return f"{found.name}: matches no known profile (see the notes)"
+    return ("not a Jetson (no NVIDIA module in /proc/device-tree/compatible, no "
+            "/etc/nv_tegra_release); --jetson-device auto simulates an Orin Nano 8GB")
+
+
+def _power_mode(found: Detection) -> str:
+    """The running mode, its id and the board's mode table (the default starred)."""
+    if found.power_mode is None:
+        return "unknown"
+    table = ", ".join(f"{name} ({i}){'*' if i == found.default_mode_id else ''}"
+                      for i, name in sorted(found.mode_table.items()))
+    return f"{found.power_mode} (id {found.power_mode_id}" + (f"; table: {table})" if table else ")")
+
+
+_FOUND_BY = {"compatible": "part number {} in /proc/device-tree/compatible",
+             "model": "the device-tree model string"}
+_SUPER = {True: "yes (Super firmware)", False: "no", None: MISSING}
+_JETSON_CLOCKS = {True: "on", False: "off", None: "unknown (no GPU devfreq files)"}
+
+
+def _jetson_rows(found: Detection) -> List[tuple]:
+    """What a Jetson's files said, field by field."""
+    return [
+        ("model", found.model_string or MISSING),
+        ("compatible", ", ".join(found.compatible) or MISSING),
+        ("Super", _SUPER[found.super_firmware]),
+        ("L4T", f"{found.l4t} (JetPack {found.jetpack})" if found.l4t else MISSING),
+        ("power mode", _power_mode(found)),
+        ("jetson_clocks", _JETSON_CLOCKS[found.jetson_clocks]),
+        ("memory", f"{found.memory_bytes / 1024 ** 3:.2f} GiB" if found.memory_bytes else MISSING),
+        ("TensorRT", found.tensorrt or MISSING),
+    ]
+
+
 def detect_lines(found: Detection, root: Path) -> List[str]:
     """What detection read, one field a line, wrapped at 100 columns."""
-    rows: List[tuple] = []
-    if found.profile is not None:
-        rows.append(("board", f"{found.profile.name} ({found.profile.id})"))
-    elif found.is_jetson:
-        rows.append(("board", f"{found.name}: matches no known profile (see the notes)"))
-    else:
-        rows.append(("board", "not a Jetson (no NVIDIA module in /proc/device-tree/compatible, no "
-                              "/etc/nv_tegra_release); --jetson-device auto simulates an Orin Nano 8GB"))
-    if found.matched_by == "compatible":
-        rows.append(("found by", f"part number {found.part_number} in /proc/device-tree/compatible"))
-    elif found.matched_by == "model":
-        rows.append(("found by", "the device-tree model string"))
+    rows: List[tuple] = [("board", _board(found))]
+    if found.matched_by in _FOUND_BY:
+        rows.append(("found by", _FOUND_BY[found.matched_by].format(found.part_number)))
     if found.module:
         rows.append(("module", found.module))
     if found.is_jetson:
-        rows.append(("model", found.model_string or MISSING))
-        rows.append(("compatible", ", ".join(found.compatible) or MISSING))
-        rows.append(("Super", {True: "yes (Super firmware)", False: "no", None: MISSING}[found.super_firmware]))
-        rows.append(("L4T", f"{found.l4t} (JetPack {found.jetpack})" if found.l4t else MISSING))
-        table = ", ".join(f"{name} ({i}){'*' if i == found.default_mode_id else ''}"
-                          for i, name in sorted(found.mode_table.items()))
-        mode = "unknown" if found.power_mode is None else f"{found.power_mode} (id {found.power_mode_id}"
-        if found.power_mode is not None:
-            mode += f"; table: {table})" if table else ")"
-        rows.append(("power mode", mode))
-        rows.append(("jetson_clocks", {True: "on", False: "off", None: "unknown (no GPU devfreq files)"}[found.jetson_clocks]))
-        rows.append(("memory", f"{found.memory_bytes / 1024 ** 3:.2f} GiB" if found.memory_bytes else MISSING))
-        rows.append(("TensorRT", found.tensorrt or MISSING))
+        rows += _jetson_rows(found)
     rows.append(("root", f"{root}" + (f" (${ROOT_ENV})" if str(root) != "/" else "")))
     lines: List[str] = []
     for key, value in rows:

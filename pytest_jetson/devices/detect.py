@@ -127,6 +127,29 @@ class Notes(list):
             self.append(text)
 
 
+def _note(notes: Optional[Notes], text: str) -> None:
+    if notes is not None:
+        notes.add(text)
+
+
+def _unreadable(shown: str, exc: OSError) -> str:
+    return f"{shown} cannot be read ({os.strerror(exc.errno or 0) or exc}): ignored"
+
+
+def _read_open(fd: int, limit: int) -> Optional[bytes]:
+    """Up to ``limit + 1`` bytes of an open file; None when it is no longer a regular file."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since the stat
+        return None
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = os.read(fd, limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def read_file(path: Path, notes: Optional[Notes] = None, limit: int = READ_LIMIT,
               label: Optional[str] = None) -> Optional[bytes]:
     """The bytes of a regular file, at most ``limit`` of them; None (with a note) when the path is
@@ -136,41 +159,29 @@ def read_file(path: Path, notes: Optional[Notes] = None, limit: int = READ_LIMIT
     try:
         st = os.stat(path)
     except OSError as exc:
-        if exc.errno not in (errno.ENOENT, errno.ENOTDIR) and notes is not None:
-            notes.add(f"{shown} cannot be read ({os.strerror(exc.errno or 0) or exc}): ignored")
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            _note(notes, _unreadable(shown, exc))
         return None
     if not stat.S_ISREG(st.st_mode):
-        if notes is not None:
-            notes.add(f"{shown} is {_kind(st.st_mode)}, not a file: ignored")
+        _note(notes, f"{shown} is {_kind(st.st_mode)}, not a file: ignored")
         return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        if notes is not None:
-            notes.add(f"{shown} cannot be read ({os.strerror(exc.errno or 0) or exc}): ignored")
+        _note(notes, _unreadable(shown, exc))
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since the stat
-            if notes is not None:
-                notes.add(f"{shown} is not a file: ignored")
-            return None
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = _read_open(fd, limit)
     except OSError as exc:
-        if notes is not None:
-            notes.add(f"{shown} cannot be read ({os.strerror(exc.errno or 0) or exc}): ignored")
+        _note(notes, _unreadable(shown, exc))
         return None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    if data is None:
+        _note(notes, f"{shown} is not a file: ignored")
+        return None
     if len(data) > limit:
-        if notes is not None:
-            notes.add(f"{shown} is longer than {limit} bytes, which no such file on a Jetson is: ignored")
+        _note(notes, f"{shown} is longer than {limit} bytes, which no such file on a Jetson is: ignored")
         return None
     return data
 
@@ -478,39 +489,51 @@ def match_profile(model_string: Optional[str], memory_bytes: Optional[int],
     return max(candidates, key=score)
 
 
-def identify(compatible: Sequence[str], model: Optional[str], memory: Optional[int],
-             mode_names: Sequence[str], notes: Notes
-             ) -> Tuple[Optional[Profile], Optional[str], Optional[str], Optional[bool], Optional[str]]:
-    """(profile, part number, module name, super firmware, matched by) from the identity files."""
-    part, super_compat = parse_part(compatible)
+Identity = Tuple[Optional[Profile], Optional[str], Optional[str], Optional[bool], Optional[str]]
+
+
+def _super_firmware(compatible_super: bool, model: Optional[str], mode_names: Sequence[str]) -> bool:
+    """Super firmware shows as a "-super" compatible entry, "Super" in the model string, or the
+    MAXN_SUPER mode in the nvpmodel table."""
     super_model = bool(model and re.search(r"\bsuper\b", model, re.IGNORECASE))
     super_table = any(n.upper() == "MAXN_SUPER" for n in mode_names)
-    is_super = super_compat or super_model or super_table
+    return compatible_super or super_model or super_table
+
+
+def _by_module(module: Module, part: str, memory: Optional[int], is_super: bool, notes: Notes) -> Identity:
+    """The profile of a known module, by its memory size (the Super profile on Super firmware)."""
+    if not module.profiles:
+        notes.add(f"{module.name} ({part}) has no pytest-jetson profile: add one under "
+                  "pytest_jetson/devices/profiles/, or simulate a known board")
+        return None, part, module.name, is_super, None
+    base = [profiles()[i] for i in module.profiles if i in profiles()]
+    profile = _by_memory(base, memory)
+    if profile is not None and not _memory_fits(profile, memory):
+        gib = (memory or 0) / 1024 ** 3
+        notes.add(f"{module.name} ({part}) with {gib:.1f} GiB of memory matches no profile "
+                  f"({profile.id} has {profile.memory_bytes / 1024 ** 3:.0f} GiB)")
+        return None, part, module.name, is_super, None
+    if profile is not None and is_super:
+        sup = _super_of(profile)
+        if sup is not None:
+            profile = sup
+        else:
+            notes.add(f"{module.name} runs Super firmware, which {profile.id} has no Super "
+                      "profile for: using the standard profile")
+    return profile, part, module.name, is_super, "compatible"
+
+
+def identify(compatible: Sequence[str], model: Optional[str], memory: Optional[int],
+             mode_names: Sequence[str], notes: Notes) -> Identity:
+    """(profile, part number, module name, super firmware, matched by) from the identity files."""
+    part, super_compat = parse_part(compatible)
+    is_super = _super_firmware(super_compat, model, mode_names)
     if part is not None:
         module = MODULES.get(part)
-        if module is None:
-            notes.add(f"module part number {part} (from /proc/device-tree/compatible) is not in "
-                      "pytest-jetson's table: identified by the model string instead")
-        elif not module.profiles:
-            notes.add(f"{module.name} ({part}) has no pytest-jetson profile: add one under "
-                      "pytest_jetson/devices/profiles/, or simulate a known board")
-            return None, part, module.name, is_super, None
-        else:
-            base = [profiles()[i] for i in module.profiles if i in profiles()]
-            profile = _by_memory(base, memory)
-            if profile is not None and not _memory_fits(profile, memory):
-                gib = (memory or 0) / 1024 ** 3
-                notes.add(f"{module.name} ({part}) with {gib:.1f} GiB of memory matches no profile "
-                          f"({profile.id} has {profile.memory_bytes / 1024 ** 3:.0f} GiB)")
-                return None, part, module.name, is_super, None
-            if profile is not None and is_super:
-                sup = _super_of(profile)
-                if sup is not None:
-                    profile = sup
-                else:
-                    notes.add(f"{module.name} runs Super firmware, which {profile.id} has no Super "
-                              "profile for: using the standard profile")
-            return profile, part, module.name, is_super, "compatible"
+        if module is not None:
+            return _by_module(module, part, memory, is_super, notes)
+        notes.add(f"module part number {part} (from /proc/device-tree/compatible) is not in "
+                  "pytest-jetson's table: identified by the model string instead")
     profile = match_profile(model, memory, list(mode_names))
     if profile is not None and is_super and not profile.id.endswith("-super"):
         profile = _super_of(profile) or profile

@@ -406,28 +406,18 @@ def _parse(trt: Any, builder: Any, logger: Any, req: Request, board: Board, onnx
     return network, parser
 
 
-def build(trt: Any, req: Request, board: Board, resolution: Any = None, input_shape: Any = None,
-          timing_cache: Optional[Path] = None, qdq_path: Optional[Path] = None) -> Built:
-    """Parse ``req.onnx`` and build a serialized plan (see the module doc for every choice)."""
-    from . import cache as plan_cache
+def _check_dla_core(builder: Any, req: Request, board: Board) -> None:
+    cores = int(builder.num_DLA_cores)
+    if not 0 <= int(req.dla_core) < cores:  # type: ignore[arg-type]
+        raise EngineError(
+            f"{req.name}: {board.label} has {cores} DLA core(s) (TensorRT's Builder.num_DLA_cores), "
+            f"so dla_core={req.dla_core} does not exist; use dla_core=None (GPU)"
+            + ("" if cores else " or a board with DLA (Xavier, AGX Orin, Orin NX)")
+        )
 
-    logger = process_logger(trt)
-    builder = trt.Builder(logger)
-    dla = req.dla_core is not None
-    if dla:
-        cores = int(builder.num_DLA_cores)
-        if not 0 <= int(req.dla_core) < cores:  # type: ignore[arg-type]
-            raise EngineError(
-                f"{req.name}: {board.label} has {cores} DLA core(s) (TensorRT's Builder.num_DLA_cores), "
-                f"so dla_core={req.dla_core} does not exist; use dla_core=None (GPU)"
-                + ("" if cores else " or a board with DLA (Xavier, AGX Orin, Orin NX)")
-            )
-    onnx = req.onnx
-    if req.precision == "int8" and req.int8_mode == "placeholder-qdq":
-        onnx = qdq_path if qdq_path is not None else onnx
-    network, _parser = _parse(trt, builder, logger, req, board, onnx)
-    layer_names = [str(network.get_layer(i).name) for i in range(network.num_layers)]
 
+def _configure(trt: Any, builder: Any, req: Request, dla: bool) -> Any:
+    """A builder config with the request's workspace, precision and DLA core (GPU fallback on)."""
     config = builder.create_builder_config()
     if req.workspace is not None:
         if hasattr(config, "set_memory_pool_limit"):
@@ -439,7 +429,12 @@ def build(trt: Any, req: Request, board: Board, resolution: Any = None, input_sh
         config.default_device_type = trt.DeviceType.DLA
         config.DLA_core = int(req.dla_core)  # type: ignore[arg-type]
         config.set_flag(trt.BuilderFlag.GPU_FALLBACK)
+    return config
 
+
+def _add_profile(builder: Any, config: Any, network: Any, req: Request, dla: bool, resolution: Any,
+                 input_shape: Any) -> None:
+    """One optimization profile for the inputs with a dynamic dimension (recorded in ``req.shapes``)."""
     profile = None
     for i in range(network.num_inputs):
         tensor = network.get_input(i)
@@ -453,19 +448,58 @@ def build(trt: Any, req: Request, board: Board, resolution: Any = None, input_sh
         req.shapes[tensor.name] = shapes
     if profile is not None:
         config.add_optimization_profile(profile)
+
+
+def _load_timing_cache(config: Any, timing_cache: Optional[Path]) -> Any:
+    """The timing cache the build reads and extends; None where there is none to keep."""
+    if timing_cache is None or not hasattr(config, "create_timing_cache"):
+        return None
+    try:
+        data = timing_cache.read_bytes() if timing_cache.is_file() else b""
+    except OSError:
+        data = b""
+    cache_obj = config.create_timing_cache(data)
+    if not config.set_timing_cache(cache_obj, False):
+        cache_obj = config.create_timing_cache(b"")  # another TensorRT's cache: start afresh
+        config.set_timing_cache(cache_obj, False)
+    return cache_obj
+
+
+def _dla_placement(log: List[str], layer_names: List[str], req: Request, board: Board, logger: Any,
+                   mark: Any) -> Optional[Placement]:
+    """Where the layers ran, from the build log; an error when none of them runs on the DLA."""
+    placement = placement_from_log(log, layer_names, int(req.dla_core))  # type: ignore[arg-type]
+    if placement is not None and placement.dla_subgraphs == 0:
+        raise EngineError(
+            f"{req.name}: asked for dla_core={req.dla_core} on {board.label}, but no layer of "
+            f"{str(req.onnx)!r} runs on the DLA: every layer fell back to the GPU, so a "
+            "result would say DLA and measure the GPU. Use dla_core=None, or a model whose "
+            "layers the DLA supports (convolutions, pooling, activations in fp16/int8)"
+            + quote(logger.heard.since(mark, 2), 6)
+        )
+    return placement
+
+
+def build(trt: Any, req: Request, board: Board, resolution: Any = None, input_shape: Any = None,
+          timing_cache: Optional[Path] = None, qdq_path: Optional[Path] = None) -> Built:
+    """Parse ``req.onnx`` and build a serialized plan (see the module doc for every choice)."""
+    from . import cache as plan_cache
+
+    logger = process_logger(trt)
+    builder = trt.Builder(logger)
+    dla = req.dla_core is not None
+    if dla:
+        _check_dla_core(builder, req, board)
+    onnx = req.onnx
+    if req.precision == "int8" and req.int8_mode == "placeholder-qdq":
+        onnx = qdq_path if qdq_path is not None else onnx
+    network, _parser = _parse(trt, builder, logger, req, board, onnx)
+    layer_names = [str(network.get_layer(i).name) for i in range(network.num_layers)]
+    config = _configure(trt, builder, req, dla)
+    _add_profile(builder, config, network, req, dla, resolution, input_shape)
     if req.precision == "int8" and req.int8_mode == "placeholder-ranges":
         placeholder_ranges(trt, network)
-
-    cache_obj = None
-    if timing_cache is not None and hasattr(config, "create_timing_cache"):
-        try:
-            data = timing_cache.read_bytes() if timing_cache.is_file() else b""
-        except OSError:
-            data = b""
-        cache_obj = config.create_timing_cache(data)
-        if not config.set_timing_cache(cache_obj, False):
-            cache_obj = config.create_timing_cache(b"")  # another TensorRT's cache: start afresh
-            config.set_timing_cache(cache_obj, False)
+    cache_obj = _load_timing_cache(config, timing_cache)
 
     mark = logger.heard.mark()
     t0 = time.perf_counter()
@@ -480,17 +514,7 @@ def build(trt: Any, req: Request, board: Board, resolution: Any = None, input_sh
             f"{req.workspace if req.workspace is not None else 'the default'}), another precision "
             f"than {req.precision}, or a smaller batch than {req.batch}" + quote(logger.heard.since(mark, 1))
         )
-    placement = None
-    if dla:
-        placement = placement_from_log(log, layer_names, int(req.dla_core))  # type: ignore[arg-type]
-        if placement is not None and placement.dla_subgraphs == 0:
-            raise EngineError(
-                f"{req.name}: asked for dla_core={req.dla_core} on {board.label}, but no layer of "
-                f"{str(req.onnx)!r} runs on the DLA: every layer fell back to the GPU, so a "
-                "result would say DLA and measure the GPU. Use dla_core=None, or a model whose "
-                "layers the DLA supports (convolutions, pooling, activations in fp16/int8)"
-                + quote(logger.heard.since(mark, 2), 6)
-            )
+    placement = _dla_placement(log, layer_names, req, board, logger, mark) if dla else None
     if cache_obj is not None and timing_cache is not None:
         try:
             plan_cache.write_atomic(timing_cache, bytes(config.get_timing_cache().serialize()))

@@ -133,10 +133,6 @@ class GraphStats:
         return int(self._tensor_elems.get(name, 0))
 
     @property
-    def graph_inputs(self) -> Tuple[str, ...]:
-        return tuple(self._inputs)
-
-    @property
     def graph_outputs(self) -> Tuple[str, ...]:
         return tuple(self._graph_outputs)
 
@@ -299,144 +295,195 @@ def _dims(type_proto) -> List | None:
 
 def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
     import onnx
-    from onnx import helper
 
     where = sk.doc_string or name
     model = onnx.ModelProto()
     model.CopyFrom(sk)
-    g = model.graph
-    init_names = {t.name for t in g.initializer}
-    input_shape: Shape = ()
-    for _i, vi in enumerate(g.input):
-        if vi.name in init_names:
-            continue
-        dims = _dims(vi.type)
-        if dims is None:
-            raise ModelError(f"{where}: input {vi.name!r} has no shape: export it with a static shape (dynamic batch "
-                             "only)")
-        shape = vi.type.tensor_type.shape
-        for axis, d in enumerate(dims):
-            if isinstance(d, int) and d > 0:
-                if axis == 0 and d != batch:
-                    raise ModelError(f"{where}: input {vi.name!r} has a fixed batch of {d}, not {batch}: export it with a dynamic batch axis or use batch={d}")
-                continue
-            if axis != 0:
-                raise ModelError(f"{where}: input {vi.name!r} has a dynamic dimension {axis} ({d!r}): only the batch (first) dimension may be dynamic; export with a fixed input size")
-            shape.dim[0].Clear()
-            shape.dim[0].dim_value = batch
-        if not input_shape:
-            input_shape = tuple(int(x.dim_value) for x in shape.dim)
+    init_names = {t.name for t in model.graph.initializer}
+    input_shape = _set_batch(model.graph, init_names, batch, where)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
                                                      data_prop=True)
     except Exception as exc:
         raise ModelError(f"{where}: shape inference failed ({exc}): the graph is inconsistent; re-export it") from None
     g = inferred.graph
-
-    shapes: Dict[str, Shape | None] = {}
-    dtypes: Dict[str, int] = {}
-
-    def note(vi):
-        dims = _dims(vi.type)
-        dtypes[vi.name] = vi.type.tensor_type.elem_type
-        if dims is not None and all(isinstance(d, int) and d > 0 for d in dims):
-            shapes[vi.name] = tuple(int(d) for d in dims)
-        elif dims == []:
-            shapes[vi.name] = ()
-
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        note(vi)
-    constants = set()
-    for t in g.initializer:
-        shapes[t.name] = tuple(int(d) for d in t.dims)
-        dtypes[t.name] = t.data_type
-        constants.add(t.name)
-    static = set(constants)  # tensors known at engine build time (constants and shape arithmetic)
-    param_source = set(init_names)  # initializers, and what casts/dequantizes them
-    for node in g.node:
-        if node.op_type == "Constant":
-            for a in node.attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    shapes[node.output[0]] = tuple(int(d) for d in a.t.dims)
-                    dtypes[node.output[0]] = a.t.data_type
-            constants.update(node.output)
-
+    tensors = _Tensors(g, init_names)
     layers: List[LayerStats] = []
     unknown = set()
     for idx, node in enumerate(g.node):
-        op = node.op_type
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        in_shapes = [shapes.get(n) if n else None for n in node.input]
-        out_shapes = [shapes.get(n) for n in node.output]
-        known = op in ops.KNOWN_OPS and node.domain in ("", "ai.onnx")
-        if not known:
-            unknown.add(op if node.domain in ("", "ai.onnx") else f"{node.domain}.{op}")
-        is_static = op in ("Constant", "Shape", "Size") or all(
-            n in static for n in node.input if n)
-        if is_static:
-            static.update(node.output)
-            if op in _WEIGHT_PASS and node.input and node.input[0] in param_source:
-                # a quantized (QDQ) or cast weight is still the same parameter
-                param_source.update(node.output)
-        mac = ops.macs(op, attrs, in_shapes, out_shapes) if known else 0
-        layer = LayerStats(name=node.name or f"{op}_{idx}", op_type=op, macs=mac,
-                           flops=ops.flops(op, attrs, in_shapes, out_shapes, mac) if known else 0,
-                           known=known)
-        param_slots = ops.PARAM_INPUTS.get(op, ())
-        for pos, n in enumerate(node.input):
-            if not n or is_static:
-                continue  # build-time nodes: their consumers account for what they produce
-            elems = _prod(shapes.get(n))
-            size = elems * _itemsize(dtypes.get(n))
-            if n in static:
-                if pos in param_slots and n in param_source:
-                    layer.params += elems
-                if _is_float(dtypes.get(n)) or pos in param_slots:
-                    layer.weight_elems += elems
-                    layer.weight_bytes += size
-            else:
-                layer.input_elems += elems
-                layer.bytes_read += size
-                layer.inputs.append(n)
-        for n in node.output:
-            if n:
-                layer.output_elems += _prod(shapes.get(n))
-                layer.bytes_written += _prod(shapes.get(n)) * _itemsize(dtypes.get(n))
-                layer.outputs.append(n)
-        out = out_shapes[0] if out_shapes else None
-        if out is not None and len(out) >= 2:
-            layer.out_channels = int(out[1])
-            layer.spatial = _prod(out[2:])
-        layer.groups = int(attrs.get("group", 1))
-        ks = attrs.get("kernel_shape")
-        if ks:
-            layer.kernel_size = int(_prod(ks))
-        elif op in ("Conv", "ConvTranspose") and len(in_shapes) > 1 and in_shapes[1] is not None:
-            layer.kernel_size = int(_prod(in_shapes[1][2:]))
-        layer.stride = int(max(attrs.get("strides", [1]) or [1]))
-        bias_at = ops.BIAS_INPUT.get(op)
-        layer.bias = bias_at is not None and len(node.input) > bias_at and bool(node.input[bias_at])
-        x = in_shapes[0] if in_shapes else None
-        layer.in_channels = int(x[1]) if x is not None and len(x) > 1 else 0
-        layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
-        # Q/DQ pairs fold into the int8 kernels next to them when TensorRT builds the engine
-        layer.free = op in ops.VIEW_OPS or op in ops.QDQ_OPS or is_static
-        layers.append(layer)
+        if not _is_known(node):
+            unknown.add(node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}")
+        layers.append(_layer(node, idx, tensors))
 
-    tensor_elems = {n: _prod(s) for n, s in shapes.items()}
-    outputs = []
-    for o in g.output:
-        s = shapes.get(o.name)
-        outputs.append(s if s is not None else tuple(_dims(o.type) or ()))
     return GraphStats(
-        name=name, batch=batch,
-        params=sum(x.params for x in layers), macs=sum(x.macs for x in layers),
-        flops=sum(x.flops for x in layers), layers=layers, unknown_ops=sorted(unknown),
-        input_shape=input_shape, output_shapes=outputs,
-        weight_elems=sum(x.weight_elems for x in layers), weight_bytes=sum(x.weight_bytes for x in layers),
-        bytes_read=sum(x.bytes_read for x in layers), bytes_written=sum(x.bytes_written for x in layers),
+        name=name, batch=batch, layers=layers, unknown_ops=sorted(unknown), input_shape=input_shape,
+        output_shapes=[_output_shape(o, tensors) for o in g.output],
+        **{total: sum(getattr(x, total) for x in layers) for total in _TOTALS},
         _inputs=tuple(i.name for i in g.input if i.name not in init_names),
-        _skeleton=sk, _tensor_elems=tensor_elems, _graph_outputs=tuple(o.name for o in g.output))
+        _skeleton=sk, _tensor_elems={n: _prod(s) for n, s in tensors.shapes.items()},
+        _graph_outputs=tuple(o.name for o in g.output))
+
+
+# GraphStats fields that are the sum of the same LayerStats field
+_TOTALS = ("params", "macs", "flops", "weight_elems", "weight_bytes", "bytes_read", "bytes_written")
+
+
+def _output_shape(o, tensors: _Tensors) -> Shape:
+    s = tensors.shapes.get(o.name)
+    return s if s is not None else tuple(_dims(o.type) or ())
+
+
+def _set_batch(g, init_names: set, batch: int, where: str) -> Shape:
+    """Fix every graph input's batch axis at ``batch``; the first input's shape."""
+    input_shape: Shape = ()
+    for vi in g.input:
+        if vi.name in init_names:
+            continue
+        shape = _batched_input(vi, batch, where)
+        if not input_shape:
+            input_shape = tuple(int(x.dim_value) for x in shape.dim)
+    return input_shape
+
+
+def _batched_input(vi, batch: int, where: str):
+    dims = _dims(vi.type)
+    if dims is None:
+        raise ModelError(f"{where}: input {vi.name!r} has no shape: export it with a static shape (dynamic batch "
+                         "only)")
+    shape = vi.type.tensor_type.shape
+    for axis, d in enumerate(dims):
+        if isinstance(d, int) and d > 0:
+            if axis == 0 and d != batch:
+                raise ModelError(f"{where}: input {vi.name!r} has a fixed batch of {d}, not {batch}: export it with a dynamic batch axis or use batch={d}")
+            continue
+        if axis != 0:
+            raise ModelError(f"{where}: input {vi.name!r} has a dynamic dimension {axis} ({d!r}): only the batch (first) dimension may be dynamic; export with a fixed input size")
+        shape.dim[0].Clear()
+        shape.dim[0].dim_value = batch
+    return shape
+
+
+class _Tensors:
+    """Shapes and dtypes of an inferred graph's tensors, and which of them are known when the
+    engine is built: ``static`` (constants and shape arithmetic), ``param_source`` (initializers
+    and what casts or dequantizes them)."""
+
+    def __init__(self, g, init_names: set) -> None:
+        import onnx
+
+        self.shapes: Dict[str, Shape | None] = {}
+        self.dtypes: Dict[str, int] = {}
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            self._note(vi)
+        for t in g.initializer:
+            self.shapes[t.name] = tuple(int(d) for d in t.dims)
+            self.dtypes[t.name] = t.data_type
+        self.static = {t.name for t in g.initializer}
+        self.param_source = set(init_names)
+        for node in g.node:
+            if node.op_type != "Constant":
+                continue
+            for a in node.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    self.shapes[node.output[0]] = tuple(int(d) for d in a.t.dims)
+                    self.dtypes[node.output[0]] = a.t.data_type
+
+    def _note(self, vi) -> None:
+        dims = _dims(vi.type)
+        self.dtypes[vi.name] = vi.type.tensor_type.elem_type
+        if dims is not None and all(isinstance(d, int) and d > 0 for d in dims):
+            self.shapes[vi.name] = tuple(int(d) for d in dims)
+        elif dims == []:
+            self.shapes[vi.name] = ()
+
+    def elems(self, name: str) -> int:
+        return _prod(self.shapes.get(name))
+
+    def nbytes(self, name: str) -> int:
+        return self.elems(name) * _itemsize(self.dtypes.get(name))
+
+    def follow(self, node) -> bool:
+        """Whether ``node`` runs at build time; records what it makes static (and a weight that
+        a quantize or cast hands on as the same parameter)."""
+        op = node.op_type
+        is_static = op in ("Constant", "Shape", "Size") or all(n in self.static for n in node.input if n)
+        if is_static:
+            self.static.update(node.output)
+            if op in _WEIGHT_PASS and node.input and node.input[0] in self.param_source:
+                self.param_source.update(node.output)
+        return is_static
+
+
+def _is_known(node) -> bool:
+    return node.op_type in ops.KNOWN_OPS and node.domain in ("", "ai.onnx")
+
+
+def _layer(node, idx: int, tensors: _Tensors) -> LayerStats:
+    from onnx import helper
+
+    op = node.op_type
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    in_shapes = [tensors.shapes.get(n) if n else None for n in node.input]
+    out_shapes = [tensors.shapes.get(n) for n in node.output]
+    known = _is_known(node)
+    is_static = tensors.follow(node)
+    mac = ops.macs(op, attrs, in_shapes, out_shapes) if known else 0
+    layer = LayerStats(name=node.name or f"{op}_{idx}", op_type=op, macs=mac,
+                       flops=ops.flops(op, attrs, in_shapes, out_shapes, mac) if known else 0,
+                       known=known)
+    if not is_static:  # build-time nodes: their consumers account for what they produce
+        _count_inputs(layer, node, tensors)
+    for n in node.output:
+        if n:
+            layer.output_elems += tensors.elems(n)
+            layer.bytes_written += tensors.nbytes(n)
+            layer.outputs.append(n)
+    _set_geometry(layer, node, attrs, in_shapes, out_shapes)
+    # Q/DQ pairs fold into the int8 kernels next to them when TensorRT builds the engine
+    layer.free = op in ops.VIEW_OPS or op in ops.QDQ_OPS or is_static
+    return layer
+
+
+def _count_inputs(layer: LayerStats, node, tensors: _Tensors) -> None:
+    """Split a node's inputs into weights (static tensors) and activations read."""
+    param_slots = ops.PARAM_INPUTS.get(node.op_type, ())
+    for pos, n in enumerate(node.input):
+        if not n:
+            continue
+        elems = tensors.elems(n)
+        size = tensors.nbytes(n)
+        if n not in tensors.static:
+            layer.input_elems += elems
+            layer.bytes_read += size
+            layer.inputs.append(n)
+            continue
+        if pos in param_slots and n in tensors.param_source:
+            layer.params += elems
+        if _is_float(tensors.dtypes.get(n)) or pos in param_slots:
+            layer.weight_elems += elems
+            layer.weight_bytes += size
+
+
+def _set_geometry(layer: LayerStats, node, attrs: dict, in_shapes: list, out_shapes: list) -> None:
+    """Channels, spatial size, groups, kernel window, stride and bias: what the cost model and
+    the fusion rules read besides the counts."""
+    op = node.op_type
+    out = out_shapes[0] if out_shapes else None
+    if out is not None and len(out) >= 2:
+        layer.out_channels = int(out[1])
+        layer.spatial = _prod(out[2:])
+    layer.groups = int(attrs.get("group", 1))
+    ks = attrs.get("kernel_shape")
+    if ks:
+        layer.kernel_size = int(_prod(ks))
+    elif op in ("Conv", "ConvTranspose") and len(in_shapes) > 1 and in_shapes[1] is not None:
+        layer.kernel_size = int(_prod(in_shapes[1][2:]))
+    layer.stride = int(max(attrs.get("strides", [1]) or [1]))
+    bias_at = ops.BIAS_INPUT.get(op)
+    layer.bias = bias_at is not None and len(node.input) > bias_at and bool(node.input[bias_at])
+    x = in_shapes[0] if in_shapes else None
+    layer.in_channels = int(x[1]) if x is not None and len(x) > 1 else 0
+    layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
 
 
 def _peak_live(kernels: List[KernelStats], layers: List[LayerStats], elems: Dict[str, int],
@@ -507,77 +554,114 @@ def _folded_weights(group: List[LayerStats]) -> int:
 
 
 def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -> List[KernelStats]:
-    consumers: Dict[str, List[int]] = {}
-    for i, layer in enumerate(layers):
-        for n in layer.inputs:
-            consumers.setdefault(n, []).append(i)
-    taken = [False] * len(layers)
-    index = {id(x): i for i, x in enumerate(layers)}
+    chains = _Chains(layers, graph_outputs)
     kernels: List[KernelStats] = []
     order: List[int] = []
+    for i, head in enumerate(layers):
+        if chains.taken[i] or head.free:
+            continue
+        chains.taken[i] = True
+        group, shortcuts = [head], []
+        if head.op_type in ops.HEAD_OPS or head.kind == "elementwise":
+            group, shortcuts = chains.grow(head)
+        order.append(max(chains.index[id(x)] for x in group))
+        kernels.append(_kernel(group, shortcuts, elems))
+    # a kernel runs when its last fused layer can: a residual Add waits for the shortcut branch
+    return [k for _, k in sorted(zip(order, kernels), key=lambda p: p[0])]
 
-    def sole(t: str) -> int | None:
-        c = consumers.get(t, [])
-        if len(c) == 1 and t not in graph_outputs and not taken[c[0]]:
+
+def _kernel(group: List[LayerStats], shortcuts: List[str], elems: Dict[str, int]) -> KernelStats:
+    head, last = group[0], group[-1]
+    residual = 0
+    for t in shortcuts:
+        residual += elems.get(t, 0)
+    return KernelStats(
+        name=head.name, op_type=head.op_type, kind=head.kind,
+        macs=sum(x.macs for x in group), flops=sum(x.flops for x in group),
+        weight_elems=_folded_weights(group),
+        input_elems=head.input_elems + residual, output_elems=last.output_elems,
+        layers=[x.name for x in group], out_channels=head.out_channels or last.out_channels,
+        spatial=head.spatial, groups=head.groups, params=sum(x.params for x in group),
+        kernel_size=head.kernel_size, stride=head.stride, in_channels=head.in_channels,
+        _inputs=list(head.inputs) + shortcuts, _outputs=list(last.outputs))
+
+
+def _stage(n: LayerStats, stage: Dict[str, bool]) -> str | None:
+    """What ``n`` adds to a kernel that has fused the stages in ``stage`` so far: "bn", "act",
+    "add" (a residual), "post" (an activation after the residual), "" (a bias or scale by a
+    constant), or None when ``n`` starts a kernel of its own. The order is TensorRT's:
+    Conv -> BatchNorm -> activation -> residual Add -> activation."""
+    op, single = n.op_type, len(n.inputs) == 1
+    if op == "BatchNormalization" and not any(stage.values()):
+        return "bn"
+    if op in ops.ACTIVATIONS and single and not stage["post"]:
+        return "post" if stage["add"] else "act"
+    if op in ("Add", "Sub", "Mul", "Div") and single:
+        return ""
+    if op == "Add" and len(n.inputs) == 2 and not stage["add"]:
+        return "add"
+    return None
+
+
+class _Chains:
+    """Which layer reads each tensor, and which layers a kernel has already taken."""
+
+    def __init__(self, layers: List[LayerStats], graph_outputs: set) -> None:
+        self.layers = layers
+        self.graph_outputs = graph_outputs
+        self.consumers: Dict[str, List[int]] = {}
+        for i, layer in enumerate(layers):
+            for n in layer.inputs:
+                self.consumers.setdefault(n, []).append(i)
+        self.taken = [False] * len(layers)
+        self.index = {id(x): i for i, x in enumerate(layers)}
+
+    def sole(self, t: str) -> int | None:
+        """The one untaken layer that reads ``t``, unless ``t`` is also a graph output."""
+        c = self.consumers.get(t, [])
+        if len(c) == 1 and t not in self.graph_outputs and not self.taken[c[0]]:
             return c[0]
         return None
 
-    for i, head in enumerate(layers):
-        if taken[i] or head.free:
-            continue
-        taken[i] = True
+    def silu(self, t: str) -> Tuple[LayerStats, LayerStats] | None:
+        """``(sigmoid, mul)`` when ``t`` feeds exactly x * sigmoid(x) (SiLU), both untaken."""
+        c = self.consumers.get(t, [])
+        if len(c) != 2 or t in self.graph_outputs or any(self.taken[j] for j in c):
+            return None
+        a, b = self.layers[c[0]], self.layers[c[1]]
+        sig, mul = (a, b) if a.op_type == "Sigmoid" else (b, a)
+        if sig.op_type == "Sigmoid" and mul.op_type == "Mul" and sig.outputs \
+                and set(mul.inputs) == {t, sig.outputs[0]} \
+                and self.consumers.get(sig.outputs[0], []) == [self.index[id(mul)]]:
+            return sig, mul
+        return None
+
+    def grow(self, head: LayerStats) -> Tuple[List[LayerStats], List[str]]:
+        """The layers fused after ``head`` into one kernel, and the residual inputs it reads."""
         group = [head]
-        residual = 0
-        extra_inputs: List[str] = []
+        shortcuts: List[str] = []
+        stage = {"bn": False, "act": False, "add": False, "post": False}
         out = head.outputs[0] if len(head.outputs) == 1 else None
-        if head.op_type in ops.HEAD_OPS or head.kind == "elementwise":
-            stage = {"bn": False, "act": False, "add": False, "post": False}
-            while out is not None:
-                nxt = sole(out)
-                c = consumers.get(out, [])
-                # SiLU: x * sigmoid(x), both consumers of x
-                if (nxt is None and len(c) == 2 and out not in graph_outputs
-                        and not any(taken[j] for j in c)):
-                    a, b = layers[c[0]], layers[c[1]]
-                    sig, mul = (a, b) if a.op_type == "Sigmoid" else (b, a)
-                    if sig.op_type == "Sigmoid" and mul.op_type == "Mul" and sig.outputs \
-                            and set(mul.inputs) == {out, sig.outputs[0]} \
-                            and consumers.get(sig.outputs[0], []) == [index[id(mul)]]:
-                        for j in c:
-                            taken[j] = True
-                        group += [sig, mul]
-                        out = mul.outputs[0]
-                        continue
+        while out is not None:
+            nxt = self.sole(out)
+            if nxt is None:
+                pair = self.silu(out)
+                if pair is None:
                     break
-                if nxt is None:
-                    break
-                n = layers[nxt]
-                if n.op_type == "BatchNormalization" and not any(stage.values()):
-                    stage["bn"] = True
-                elif n.op_type in ops.ACTIVATIONS and len(n.inputs) == 1 and not stage["post"]:
-                    stage["post" if stage["add"] else "act"] = True
-                elif n.op_type in ("Add", "Sub", "Mul", "Div") and len(n.inputs) == 1:
-                    pass  # bias or scale by a constant
-                elif n.op_type == "Add" and len(n.inputs) == 2 and not stage["add"]:
-                    stage["add"] = True
-                    other = n.inputs[0] if n.inputs[1] == out else n.inputs[1]
-                    residual += elems.get(other, 0)
-                    extra_inputs.append(other)
-                else:
-                    break
-                taken[nxt] = True
-                group.append(n)
-                out = n.outputs[0] if len(n.outputs) == 1 else None
-        last = group[-1]
-        order.append(max(index[id(x)] for x in group))
-        kernels.append(KernelStats(
-            name=head.name, op_type=head.op_type, kind=head.kind,
-            macs=sum(x.macs for x in group), flops=sum(x.flops for x in group),
-            weight_elems=_folded_weights(group),
-            input_elems=head.input_elems + residual, output_elems=last.output_elems,
-            layers=[x.name for x in group], out_channels=head.out_channels or last.out_channels,
-            spatial=head.spatial, groups=head.groups, params=sum(x.params for x in group),
-            kernel_size=head.kernel_size, stride=head.stride, in_channels=head.in_channels,
-            _inputs=list(head.inputs) + extra_inputs, _outputs=list(last.outputs)))
-    # a kernel runs when its last fused layer can: a residual Add waits for the shortcut branch
-    return [k for _, k in sorted(zip(order, kernels), key=lambda p: p[0])]
+                for x in pair:
+                    self.taken[self.index[id(x)]] = True
+                group += list(pair)
+                out = pair[1].outputs[0]
+                continue
+            n = self.layers[nxt]
+            step = _stage(n, stage)
+            if step is None:
+                break
+            if step:
+                stage[step] = True
+            if step == "add":
+                shortcuts.append(n.inputs[0] if n.inputs[1] == out else n.inputs[1])
+            self.taken[nxt] = True
+            group.append(n)
+            out = n.outputs[0] if len(n.outputs) == 1 else None
+        return group, shortcuts

@@ -85,32 +85,48 @@ def kind(op: str, groups: int = 1, in_channels: int | None = None) -> str:
     return "other"
 
 
+def _conv_macs(op: str, attrs: dict, in_shapes: list, out) -> int:
+    at = 3 if op == "QLinearConv" else 1
+    w = in_shapes[at] if len(in_shapes) > at else None
+    if out is None or w is None or len(w) < 2:
+        return 0
+    return _prod(out) * _prod(w[1:])
+
+
+def _conv_transpose_macs(op: str, attrs: dict, in_shapes: list, out) -> int:
+    # every input element is scattered through the whole kernel
+    x, w = in_shapes[0], in_shapes[1] if len(in_shapes) > 1 else None
+    if x is None or w is None or len(w) < 2:
+        return 0
+    return _prod(x) * _prod(w[1:])
+
+
+def _gemm_macs(op: str, attrs: dict, in_shapes: list, out) -> int:
+    a = in_shapes[0]
+    if out is None or a is None or len(a) != 2:
+        return 0
+    k = a[0] if attrs.get("transA", 0) else a[1]
+    return _prod(out) * int(k)
+
+
+def _matmul_macs(op: str, attrs: dict, in_shapes: list, out) -> int:
+    a = in_shapes[0]
+    if out is None or not a:
+        return 0
+    return _prod(out) * int(a[-1])
+
+
+_MACS = {"Conv": _conv_macs, "ConvInteger": _conv_macs, "QLinearConv": _conv_macs,
+         "ConvTranspose": _conv_transpose_macs, "Gemm": _gemm_macs,
+         "MatMul": _matmul_macs, "MatMulInteger": _matmul_macs, "QLinearMatMul": _matmul_macs}
+
+
 def macs(op: str, attrs: dict, in_shapes: list, out_shapes: list) -> int:
     """Multiply-accumulates of one node; shapes are tuples (None where unknown)."""
-    out = out_shapes[0] if out_shapes else None
-    if op in ("Conv", "ConvInteger", "QLinearConv"):
-        at = 3 if op == "QLinearConv" else 1
-        w = in_shapes[at] if len(in_shapes) > at else None
-        if out is None or w is None or len(w) < 2:
-            return 0
-        return _prod(out) * _prod(w[1:])
-    if op == "ConvTranspose":
-        x, w = in_shapes[0], in_shapes[1] if len(in_shapes) > 1 else None
-        if x is None or w is None or len(w) < 2:
-            return 0
-        return _prod(x) * _prod(w[1:])
-    if op == "Gemm":
-        a = in_shapes[0]
-        if out is None or a is None or len(a) != 2:
-            return 0
-        k = a[0] if attrs.get("transA", 0) else a[1]
-        return _prod(out) * int(k)
-    if op in ("MatMul", "MatMulInteger", "QLinearMatMul"):
-        a = in_shapes[0]
-        if out is None or not a:
-            return 0
-        return _prod(out) * int(a[-1])
-    return 0
+    rule = _MACS.get(op)
+    if rule is None:
+        return 0
+    return rule(op, attrs, in_shapes, out_shapes[0] if out_shapes else None)
 
 
 def flops(op: str, attrs: dict, in_shapes: list, out_shapes: list, mac: int) -> int:

@@ -6,7 +6,7 @@ The fit separates what the boards do from how each publication measured them:
 * board constants (efficiencies of each kernel class, per-kernel GPU and CPU costs, power terms)
   are shared by every board, or per architecture where only that architecture's rows can tell,
   each bounded to what is physically possible;
-* each publication's harness (``sources.SOURCES``: trtexec, CUDA graphs, a Python loop...) is
+* each publication's harness (``published.SOURCES``: trtexec, CUDA graphs, a Python loop...) is
   modelled for what it does, and the host time it adds is scaled by a nuisance term of that
   source's own, fitted on its rows and never carried into a board constant;
 * constants measured directly (DRAM and GEMM microbenchmarks) are read off those rows, not fitted.
@@ -32,7 +32,7 @@ from .engine import Engine, P, plan
 from .hardware import Hardware, cores_per_sm, resolve
 from .harness import get as get_harness
 from .plan import available_memory, harness_columns, idle_rule, memory, transitions
-from .sources import Case, cases, contrasts
+from .published import Case, cases, contrasts
 from .workload import KIND, load
 
 # ---------------------------------------------------------------------------------------------
@@ -190,21 +190,27 @@ class Batch:
             if key not in self.gpu_keys:
                 self.gpu_keys.append(key)
             self.gpu_of[i] = self.gpu_keys.index(key)
-        engines = {id(p.engine): p.engine for p in self.prep if p.engine is not None}
-        parts = [engines[k[0]] for k in self.gpu_keys]
-        self._sizes = np.array([e.n for e in parts], dtype=np.int64)
-        if parts:
-            fields = [f for f in Engine.__dataclass_fields__ if isinstance(getattr(parts[0], f), np.ndarray)]
-            self._stack = Engine(**{f: np.concatenate([getattr(e, f) for e in parts]) for f in fields},
-                                 reformats=0)
-            rep = np.repeat
-            self._k_arch = rep(np.array([A[k[3]] for k in self.gpu_keys]), self._sizes)
-            self._k_sm = rep(np.array([float(k[2]) for k in self.gpu_keys]), self._sizes)
-            self._k_tc = rep(np.array([bool(k[4]) for k in self.gpu_keys]), self._sizes)
-            self._k_batch = rep(np.array([float(k[1]) for k in self.gpu_keys]), self._sizes)
+        self._stack_gpu_kernels()
         self._cost_key: Optional[Tuple[float, ...]] = None
         self._tables: Optional[Tables] = None
         self._dla_gid: Dict[int, Tuple[int, int]] = {}
+
+    def _stack_gpu_kernels(self) -> None:
+        """One array per engine field over every distinct GPU table, with each kernel's
+        architecture, SMs, tensor cores and batch beside it, so one ``gpu_costs`` call costs all."""
+        engines = {id(p.engine): p.engine for p in self.prep if p.engine is not None}
+        parts = [engines[k[0]] for k in self.gpu_keys]
+        self._sizes = np.array([e.n for e in parts], dtype=np.int64)
+        if not parts:
+            return
+        fields = [f for f in Engine.__dataclass_fields__ if isinstance(getattr(parts[0], f), np.ndarray)]
+        self._stack = Engine(**{f: np.concatenate([getattr(e, f) for e in parts]) for f in fields},
+                             reformats=0)
+        rep = np.repeat
+        self._k_arch = rep(np.array([A[k[3]] for k in self.gpu_keys]), self._sizes)
+        self._k_sm = rep(np.array([float(k[2]) for k in self.gpu_keys]), self._sizes)
+        self._k_tc = rep(np.array([bool(k[4]) for k in self.gpu_keys]), self._sizes)
+        self._k_batch = rep(np.array([float(k[1]) for k in self.gpu_keys]), self._sizes)
 
     # -- the per-kernel part (depends on the efficiency constants only) -----------------------
     def _costs(self, c: Dict[str, Any], arch_c: Dict[str, Dict[str, float]]) -> Tables:
@@ -382,6 +388,46 @@ def levenberg_marquardt(residuals, z0: np.ndarray, iterations: int = 60, tol: fl
     return z
 
 
+def _set(fit: Fit, params: Sequence[Param], nuisance: Sequence[str], v: np.ndarray) -> None:
+    """Write parameter values ``v`` (params, then one host term per nuisance source) into ``fit``."""
+    for p, x in zip(params, v):
+        if p.scope == "global":
+            fit.c[p.name] = float(x)
+        else:
+            fit.arch[p.scope][p.name] = float(x)
+    for s, x in zip(nuisance, v[len(params):]):
+        fit.host_scale[s] = float(x)
+
+
+# Host terms act only once the host's work outgrows the GPU's: the least-squares surface is flat
+# below that point, so each starts from the best of a grid.
+def _grid_start(fit: Fit, batch: Batch, obs: np.ndarray, p: Param) -> float:
+    """Set global constant ``p`` to the best of 25 values across its range; returns it."""
+    best_v, best_err = fit.c[p.name], np.inf
+    for g in np.exp(np.linspace(np.log(p.lo * 1.01), np.log(p.hi * 0.99), 25)):
+        fit.c[p.name] = float(g)
+        e = np.log(np.maximum(batch.evaluate(fit.c, fit.arch, fit.host_scale), 1e-30) / obs)
+        e = float(np.sum(np.where(np.isfinite(e), e, 10.0) ** 2))
+        if e < best_err:
+            best_v, best_err = float(g), e
+    fit.c[p.name] = best_v
+    return best_v
+
+
+def _grid_start_host(fit: Fit, rows: List[Case], obs: np.ndarray, source: str) -> None:
+    """Set ``source``'s host term to the best of 25 values over its own rows."""
+    grid = np.exp(np.linspace(np.log(NUISANCE[0] * 1.01), np.log(NUISANCE[1] * 0.99), 25))
+    mine = [i for i, c in enumerate(rows) if c.source == source]
+    sub = Batch([rows[i] for i in mine])
+    best, best_err = fit.host_scale.get(source, 1.0), np.inf
+    for g in grid:
+        pred = sub.evaluate(fit.c, fit.arch, dict(fit.host_scale, **{source: g}))
+        e = float(np.sum(np.log(pred / obs[mine]) ** 2))
+        if e < best_err:
+            best, best_err = g, e
+    fit.host_scale[source] = float(best)
+
+
 def _fit_group(fit: Fit, rows: List[Case], params: Sequence[Param], nuisance: Sequence[str]) -> List[str]:
     """Least squares on log error over ``rows`` for ``params`` (+ a host term per source in
     ``nuisance``), with weak priors at the starting values. Returns what was fitted."""
@@ -396,14 +442,7 @@ def _fit_group(fit: Fit, rows: List[Case], params: Sequence[Param], nuisance: Se
     sigma = np.array([PRIOR_SIGMA] * len(params) + [NUISANCE_SIGMA] * len(nuisance))
 
     def apply(z: np.ndarray) -> None:
-        v = _squash(z, lo, hi)
-        for p, x in zip(params, v):
-            if p.scope == "global":
-                fit.c[p.name] = float(x)
-            else:
-                fit.arch[p.scope][p.name] = float(x)
-        for s, x in zip(nuisance, v[len(params):]):
-            fit.host_scale[s] = float(x)
+        _set(fit, params, nuisance, _squash(z, lo, hi))
 
     def residuals(z: np.ndarray) -> np.ndarray:
         apply(z)
@@ -412,31 +451,12 @@ def _fit_group(fit: Fit, rows: List[Case], params: Sequence[Param], nuisance: Se
         err = np.where(np.isfinite(err), err, 10.0)
         return np.concatenate([err, (z - z_prior) / sigma])
 
-    # Host terms act only once the host's work outgrows the GPU's: start each from the best of a
-    # grid (the least-squares surface is flat below that point).
     apply(z0)
     for k, p in enumerate(params):
         if p.grid and p.scope == "global":
-            best_v, best_err = fit.c[p.name], np.inf
-            for g in np.exp(np.linspace(np.log(p.lo * 1.01), np.log(p.hi * 0.99), 25)):
-                fit.c[p.name] = float(g)
-                e = np.log(np.maximum(batch.evaluate(fit.c, fit.arch, fit.host_scale), 1e-30) / obs)
-                e = float(np.sum(np.where(np.isfinite(e), e, 10.0) ** 2))
-                if e < best_err:
-                    best_v, best_err = float(g), e
-            fit.c[p.name] = best_v
-            start[k] = best_v
-    grid = np.exp(np.linspace(np.log(NUISANCE[0] * 1.01), np.log(NUISANCE[1] * 0.99), 25))
+            start[k] = _grid_start(fit, batch, obs, p)
     for s in nuisance:
-        mine = [i for i, c in enumerate(rows) if c.source == s]
-        sub = Batch([rows[i] for i in mine])
-        best, best_err = fit.host_scale.get(s, 1.0), np.inf
-        for g in grid:
-            pred = sub.evaluate(fit.c, fit.arch, dict(fit.host_scale, **{s: g}))
-            e = float(np.sum(np.log(pred / obs[mine]) ** 2))
-            if e < best_err:
-                best, best_err = g, e
-        fit.host_scale[s] = float(best)
+        _grid_start_host(fit, rows, obs, s)
     z0 = _unsquash(np.array(start[:len(params)] + [fit.host_scale[s] for s in nuisance]), lo, hi)
     z = levenberg_marquardt(residuals, z0)
     apply(z)
@@ -457,35 +477,33 @@ def contrast_values(f: Fit) -> List[Tuple[Dict[str, Any], float]]:
     return out
 
 
-def fit(train: Optional[List[Case]] = None) -> Fit:
-    """Fit the constants on ``train`` (default: every expressible case)."""
-    if train is None:
-        train = cases()[0]
-    f = _start()
-    _direct(f, train)
-    time_rows = [c for c in train if c.group == "time"]
-    # a group is fitted only on more rows than it has parameters
-    params = []
-    for p in TIME_PARAMS:
-        if p.scope == "global" and p.name not in ("dla_eff", "contention"):
-            params.append(p)
-        elif p.name == "dla_eff":
-            if sum(1 for c in time_rows if c.accelerator != "gpu") > 2:
-                params.append(p)
-        elif p.name == "contention":
-            if sum(1 for c in time_rows if c.accelerator == "gpu+dla") > 1:
-                params.append(p)
-        elif sum(1 for c in time_rows if _prepare(c).hw.arch == p.scope) > 1:
-            params.append(p)
+def _time_params(time_rows: List[Case]) -> List[Param]:
+    """The timing constants the rows can fit: a group is fitted only on more rows than it has
+    parameters (DLA efficiency on three DLA rows, contention on two gpu+dla rows, an
+    architecture's constants on two of its rows)."""
+    def enough(p: Param) -> bool:
+        if p.name == "dla_eff":
+            return sum(1 for c in time_rows if c.accelerator != "gpu") > 2
+        if p.name == "contention":
+            return sum(1 for c in time_rows if c.accelerator == "gpu+dla") > 1
+        if p.scope == "global":
+            return True
+        return sum(1 for c in time_rows if _prepare(c).hw.arch == p.scope) > 1
+
+    return [p for p in TIME_PARAMS if enough(p)]
+
+
+def _nuisance_sources(time_rows: List[Case]) -> List[str]:
+    """Sources with a host term of their own: those with two or more rows timed on the host."""
     by_source: Dict[str, int] = {}
     for c in time_rows:
         if not get_harness(c.harness).gpu_only:
             by_source[c.source] = by_source.get(c.source, 0) + 1
-    nuisance = sorted(s for s, n in by_source.items() if n > 1)
-    for _ in range(2):  # the GEMM efficiencies depend on the fitted saturation, and back
-        fitted = _fit_group(f, time_rows, params, nuisance)
-        _direct(f, train)
-    f.rows["time"] = len(time_rows)
+    return sorted(s for s, n in by_source.items() if n > 1)
+
+
+def _inherit(f: Fit, time_rows: List[Case]) -> None:
+    """Architectures no row measured take their constants from the nearest one that was."""
     measured = {_prepare(c).hw.arch for c in time_rows} | ({"ampere"} if f.notes.get("ampere.tc_eff") else set())
     f.inherited = {}
     for arch, donor, names in DONORS:
@@ -493,6 +511,22 @@ def fit(train: Optional[List[Case]] = None) -> Fit:
             for name in names:
                 f.arch[arch][name] = f.arch[donor][name]
             f.inherited[arch] = donor
+
+
+def fit(train: Optional[List[Case]] = None) -> Fit:
+    """Fit the constants on ``train`` (default: every expressible case)."""
+    if train is None:
+        train = cases()[0]
+    f = _start()
+    _direct(f, train)
+    time_rows = [c for c in train if c.group == "time"]
+    params = _time_params(time_rows)
+    nuisance = _nuisance_sources(time_rows)
+    for _ in range(2):  # the GEMM efficiencies depend on the fitted saturation, and back
+        fitted = _fit_group(f, time_rows, params, nuisance)
+        _direct(f, train)
+    f.rows["time"] = len(time_rows)
+    _inherit(f, time_rows)
     power_rows = [c for c in train if c.group == "power"]
     if len(power_rows) > len(POWER_PARAMS):
         fitted += _fit_group(f, power_rows, POWER_PARAMS, [])
@@ -629,7 +663,7 @@ def format_report(rep: Dict[str, Any], verbose: bool = True) -> str:
     lines.append("")
     lines.append("Sources and the harness each measured with:")
     used = sorted({r["case"].source for r in rep["rows"]})
-    from .sources import SOURCES
+    from .published import SOURCES
 
     for src in used:
         spec = SOURCES.get(src)
@@ -645,26 +679,34 @@ def format_report(rep: Dict[str, Any], verbose: bool = True) -> str:
 # Writing calibration.json
 
 
-def to_json(f: Fit, rep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def _round4(value: float) -> float:
+    return float(f"{value:.4g}")
+
+
+def _fitted_entries(f: Fit, data: Dict[str, Any]) -> None:
+    """Every least-squares parameter, with how it was fitted or why it kept its starting value."""
     fitted = set(f.notes.get("fitted", "").split(", "))
-    data: Dict[str, Any] = {"schema": K.SCHEMA, "global": {}, "arch": {}, "families": {}, "devices": {}}
     for p in TIME_PARAMS + POWER_PARAMS:
         key = p.name if p.scope == "global" else f"{p.scope}.{p.name}"
         value = f.c[p.name] if p.scope == "global" else f.arch[p.scope][p.name]
         group = "power" if p in POWER_PARAMS else "time"
         how = (f"fitted: {p.why}; {f.rows.get(group, 0)} {group} rows, least squares on log error within "
                f"[{p.lo:g}, {p.hi:g}]") if key in fitted else f"starting value ({p.why}): too few rows to fit"
-        entry = {"value": float(f"{value:.4g}"), "fitted_to": how}
+        entry = {"value": _round4(value), "fitted_to": how}
         if p.scope == "global":
             data["global"][p.name] = entry
         else:
             data["arch"].setdefault(p.scope, {})[p.name] = entry
+
+
+def _direct_entries(f: Fit, data: Dict[str, Any]) -> None:
+    """Constants read straight off microbenchmark rows, and those inherited from a relative."""
     if "mem_eff" in f.notes:
-        data["global"]["mem_eff"] = {"value": float(f"{f.c['mem_eff']:.4g}"), "fitted_to": f.notes["mem_eff"]}
+        data["global"]["mem_eff"] = {"value": _round4(f.c["mem_eff"]), "fitted_to": f.notes["mem_eff"]}
     for name in ("tc_eff", "tf32_factor", "cuda_eff"):
         note = f.notes.get(f"ampere.{name}")
         if note:
-            data["arch"].setdefault("ampere", {})[name] = {"value": float(f"{f.arch['ampere'][name]:.4g}"),
+            data["arch"].setdefault("ampere", {})[name] = {"value": _round4(f.arch["ampere"][name]),
                                                            "fitted_to": note}
     # boards no published row covers take their nearest relative's values
     for arch, donor, names in DONORS:
@@ -672,18 +714,33 @@ def to_json(f: Fit, rep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
             continue
         for name in names:
             data["arch"].setdefault(arch, {})[name] = {
-                "value": float(f"{f.arch[donor][name]:.4g}"),
+                "value": _round4(f.arch[donor][name]),
                 "fitted_to": f"inherited from {donor}: no published {arch} row"}
+
+
+def _validation(f: Fit, rep: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"host_scale": {s: _round4(v) for s, v in sorted(f.host_scale.items())}}
+    if rep is None:
+        return out
+
+    def percent(x: Optional[Tuple[float, int]]) -> Optional[float]:
+        return None if x is None else round(x[0], 2)
+
+    out["cross_validated"] = {k: float(f"{v:.6g}") for k, v in rep["loso"].items()}
+    out["mape"] = {t: {k: {"in_sample": percent(v["in"]), "cross_validated": percent(v["cv"]),
+                           "rows": 0 if v["in"] is None else v["in"][1]}
+                       for k, v in d.items()} for t, d in rep["tables"].items()}
+    return out
+
+
+def to_json(f: Fit, rep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"schema": K.SCHEMA, "global": {}, "arch": {}, "families": {}, "devices": {}}
+    _fitted_entries(f, data)
+    _direct_entries(f, data)
     data["families"]["orin-nano"] = {"idle_w": {
         "value": ORIN_NANO_IDLE_W, "fitted_to": "published rows 200-210 note: idle baseline 3.52 W board "
                                                 "(VD_E, Orin Nano 8GB devkit VDD_IN); used for the whole Orin Nano family"}}
-    data["validation"] = {"host_scale": {s: float(f"{v:.4g}") for s, v in sorted(f.host_scale.items())}}
-    if rep is not None:
-        data["validation"]["cross_validated"] = {k: float(f"{v:.6g}") for k, v in rep["loso"].items()}
-        data["validation"]["mape"] = {t: {k: {"in_sample": None if v["in"] is None else round(v["in"][0], 2),
-                                              "cross_validated": None if v["cv"] is None else round(v["cv"][0], 2),
-                                              "rows": 0 if v["in"] is None else v["in"][1]}
-                                          for k, v in d.items()} for t, d in rep["tables"].items()}
+    data["validation"] = _validation(f, rep)
     return data
 
 

@@ -85,36 +85,32 @@ def _heads(w: Workload) -> np.ndarray:
     return reaches & mm
 
 
-def plan(w: Workload, precision: str) -> Engine:
-    """The engine TensorRT builds from ``w`` at ``precision`` (already the effective precision)."""
-    n = w.n_kernels
-    base = P[precision]
-    prec = np.full(n, base, dtype=np.int64)
+def _quantize(w: Workload, prec: np.ndarray, concat: np.ndarray, concat_free: np.ndarray) -> None:
+    """Int8 layer precisions in place: elementwise, resize, softmax and unknown kernels and the
+    convolutions that produce a graph output stay fp16; a concat takes its inputs' format."""
     kind = w.kind
-    quant = precision in QUANTIZED
-    concat = np.array([k == KIND["concat"] and op == "Concat" for k, op in zip(kind, w.op)], bool)
-    concat_free = concat.copy()
-    if quant:
-        keep16 = np.isin(kind, [KIND["elementwise"], KIND["resize"], KIND["softmax"], KIND["other"]]) | (_heads(w) & (kind != KIND["gemm"]))
-        prec = np.where(keep16, P["fp16"], prec)
-        # A concat is eliminated when its inputs share one format (its producers write their slices);
-        # where they do not (an fp16 resize beside an int8 conv), it is a real copy into fp16.
-        inputs: Dict[int, List[int]] = {}
-        for k, t in zip(w.e_kernel, w.e_tensor):
-            inputs.setdefault(int(k), []).append(int(t))
-        for i in np.flatnonzero(concat):
-            srcs = {int(prec[w.t_producer[t]]) if w.t_producer[t] >= 0 else P["fp32"] for t in inputs.get(int(i), [])}
-            if len(srcs) == 1:
-                prec[i] = srcs.pop()
-            else:
-                prec[i] = P["fp16"]
-                concat_free[i] = False
+    keep16 = np.isin(kind, [KIND["elementwise"], KIND["resize"], KIND["softmax"], KIND["other"]]) | (_heads(w) & (kind != KIND["gemm"]))
+    prec[:] = np.where(keep16, P["fp16"], prec)
+    # A concat is eliminated when its inputs share one format (its producers write their slices);
+    # where they do not (an fp16 resize beside an int8 conv), it is a real copy into fp16.
+    inputs: Dict[int, List[int]] = {}
+    for k, t in zip(w.e_kernel, w.e_tensor):
+        inputs.setdefault(int(k), []).append(int(t))
+    for i in np.flatnonzero(concat):
+        srcs = {int(prec[w.t_producer[t]]) if w.t_producer[t] >= 0 else P["fp32"] for t in inputs.get(int(i), [])}
+        if len(srcs) == 1:
+            prec[i] = srcs.pop()
+        else:
+            prec[i] = P["fp16"]
+            concat_free[i] = False
 
-    t_prec = np.full(w.t_producer.size, P["fp32"], dtype=np.int64)  # graph inputs: fp32 bindings
-    produced = w.t_producer >= 0
-    t_prec[produced] = prec[w.t_producer[produced]]
-    strict = np.isin(kind, STRICT)
-    in_bytes = np.zeros(n)
+
+def _reads(w: Workload, prec: np.ndarray, t_prec: np.ndarray):
+    """Bytes each kernel reads, and the reformats TensorRT inserts: (tensor, format) -> (elements,
+    source format). A strict kernel reads its own format, so a tensor stored in another is
+    converted once for it."""
+    strict = np.isin(w.kind, STRICT)
+    in_bytes = np.zeros(w.n_kernels)
     reform: Dict[Tuple[int, int], Tuple[float, int]] = {}
     for k, t, e in zip(w.e_kernel, w.e_tensor, w.e_elems):
         src = t_prec[t]
@@ -126,6 +122,25 @@ def plan(w: Workload, precision: str) -> Engine:
             in_bytes[k] += e * P_BYTES[dst]
         else:
             in_bytes[k] += e * P_BYTES[src]
+    return in_bytes, reform
+
+
+def plan(w: Workload, precision: str) -> Engine:
+    """The engine TensorRT builds from ``w`` at ``precision`` (already the effective precision)."""
+    n = w.n_kernels
+    base = P[precision]
+    prec = np.full(n, base, dtype=np.int64)
+    kind = w.kind
+    quant = precision in QUANTIZED
+    concat = np.array([k == KIND["concat"] and op == "Concat" for k, op in zip(kind, w.op)], bool)
+    concat_free = concat.copy()
+    if quant:
+        _quantize(w, prec, concat, concat_free)
+
+    t_prec = np.full(w.t_producer.size, P["fp32"], dtype=np.int64)  # graph inputs: fp32 bindings
+    produced = w.t_producer >= 0
+    t_prec[produced] = prec[w.t_producer[produced]]
+    in_bytes, reform = _reads(w, prec, t_prec)
     out_bytes = w.k_out * P_BYTES[prec]
     for t in np.flatnonzero(w.t_output):
         if P_BYTES[t_prec[t]] != 4:

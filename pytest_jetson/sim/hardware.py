@@ -85,16 +85,9 @@ def _clock_from_budget(prof: Any, mode: Any):
     return float(f), f"scaled from {ref.name} ({ref.gpu_max_mhz:.0f} MHz) by sqrt of the budget ratio"
 
 
-def resolve(device: Any, power_mode: Any = None) -> Hardware:
-    """A Device (or name/Profile) and power mode -> Hardware, with notes for every fallback."""
-    from ..devices.device import as_device
-
-    dev = as_device(device, power_mode)
-    prof = dev.profile
-    mode = dev.power_mode
-    notes: List[str] = []
-    arch = arch_key(prof.gpu_arch)
-
+def _sm_count(prof: Any, mode: Any, arch: str, notes: List[str]) -> int:
+    """SMs that run in this mode: the profile's count (or from its CUDA cores), fewer where
+    the mode power-gates TPCs."""
     sm = prof.sm_count
     if not sm:
         if not prof.cuda_cores:
@@ -102,20 +95,25 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
                               f"known; add one to {prof.path}")
         sm = max(1, int(round(prof.cuda_cores / cores_per_sm(arch))))
         notes.append(f"SM count unknown: {sm} from {prof.cuda_cores} CUDA cores")
-
     active = getattr(mode, "gpu_sm_active", None)
     if active and int(active) < sm:
         # Low-power modes power-gate TPCs: fewer SMs run, and fewer burn power.
         notes.append(f"power mode {mode.name}: {int(active)} of {sm} SMs active (the rest power-gated)")
         sm = int(active)
+    return sm
 
-    default = prof.default_mode
+
+def _gpu_mhz(prof: Any, mode: Any, notes: List[str]):
     f = mode.gpu_max_mhz
     if not f:
         f, how = _clock_from_budget(prof, mode)
         notes.append(f"power mode {mode.name}: GPU max clock unknown in public sources; "
                      f"{f:.0f} MHz {how}")
+    return f
 
+
+def _bandwidth(prof: Any, mode: Any, notes: List[str]) -> float:
+    """Peak DRAM bandwidth (bytes/s) scaled by the mode's memory clock."""
     emcs = [m.emc_max_mhz for m in prof.power_modes if m.emc_max_mhz]
     bw_peak = prof.memory_bandwidth_gbs
     if not bw_peak:
@@ -125,23 +123,46 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
     if mode.emc_max_mhz and emcs:
         bw *= mode.emc_max_mhz / max(emcs)
     elif emcs:
+        default = prof.default_mode
         emc = default.emc_max_mhz or max(emcs)
         bw *= emc / max(emcs)
         notes.append(f"power mode {mode.name}: memory clock unknown; using {emc:.0f} MHz "
                      f"({default.name if default.emc_max_mhz else 'highest known'})")
+    return bw
 
+
+def _cpu(prof: Any, mode: Any, notes: List[str]):
+    """Online CPU cores and their clock (MHz, 0 when unknown)."""
+    default = prof.default_mode
     cpu_online = mode.cpu_online or default.cpu_online or prof.cpu_cores
     if not cpu_online:
         cpu_online = 4
         notes.append("CPU core count unknown: assuming 4")
-    cpu_mhz = mode.cpu_max_mhz or default.cpu_max_mhz or prof.cpu_max_mhz or 0.0
+    return cpu_online, mode.cpu_max_mhz or default.cpu_max_mhz or prof.cpu_max_mhz or 0.0
 
+
+def _dla_mhz(prof: Any, mode: Any, notes: List[str]):
     dla_mhz = mode.dla_max_mhz or prof.dla_max_mhz or 0.0
     if prof.dla_count and not dla_mhz:
         dla_mhz = 1000.0
         notes.append("DLA clock unknown: assuming 1000 MHz")
+    return dla_mhz
 
 
+def resolve(device: Any, power_mode: Any = None) -> Hardware:
+    """A Device (or name/Profile) and power mode -> Hardware, with notes for every fallback."""
+    from ..devices.device import as_device
+
+    dev = as_device(device, power_mode)
+    prof = dev.profile
+    mode = dev.power_mode
+    notes: List[str] = []
+    arch = arch_key(prof.gpu_arch)
+    sm = _sm_count(prof, mode, arch, notes)
+    f = _gpu_mhz(prof, mode, notes)
+    bw = _bandwidth(prof, mode, notes)
+    cpu_online, cpu_mhz = _cpu(prof, mode, notes)
+    dla_mhz = _dla_mhz(prof, mode, notes)
     budgets = [m.budget_w for m in prof.power_modes if m.budget_w]
     top = max([m.gpu_max_mhz for m in prof.power_modes if m.gpu_max_mhz] + [float(f)])
     return Hardware(top_hz=float(top) * 1e6,

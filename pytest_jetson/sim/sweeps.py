@@ -5,7 +5,8 @@ per (precision, batch); every configuration is then a row of arrays through ``co
 DVFS included, so a Fulcrum-sized study (273,000 configurations) takes seconds.
 """
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+import itertools
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -132,66 +133,47 @@ def _modes(device: Any, power_modes: Any) -> List[Any]:
     return out
 
 
-def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (1,), processes: Any = (1,),
-          power_modes: Any = None, accelerators: Any = ("gpu",), harness: Any = None,
-          resolution: Any = None) -> SweepResult:
-    """Every combination of the lists on one device and model. ``power_modes``: names, ids,
-    ``PowerMode`` objects, "all", "fastest", or None (the default mode); ``harness``: as for
-    ``predict`` (one harness for the whole grid)."""
-    h = get_harness(harness)
-    devices = _modes(device, power_modes)
-    hws = [resolve(d) for d in devices]
+class _Combo(NamedTuple):
+    """One valid (accelerator, precision, batch, processes), with its GPU/DLA instance split."""
+
+    accelerator: str
+    precision: str
+    batch: int
+    processes: int
+    n_gpu: int
+    n_dla: int
+
+
+def _combos(hw: Any, accs: List[str], precs: List[str], bats: List[int], procs: List[int]) -> List[_Combo]:
+    combos = []
+    for a, p, b, n in itertools.product(accs, precs, bats, procs):
+        try:
+            n_g, n_d = plan.check_accelerator(a, hw, n, p)
+        except ConfigError as exc:
+            if a == "gpu+dla" and n < 2:
+                continue  # not a configuration: gpu+dla needs two instances
+            raise exc
+        combos.append(_Combo(a, p, b, n, n_g, n_d))
+    if not combos:
+        raise ConfigError("the sweep is empty: give at least one valid combination of precisions, "
+                          "batches, processes and accelerators")
+    return combos
+
+
+def _mode_notes(hws: List[Any]) -> List[str]:
     notes: List[str] = []
     for hw in hws:
         for n in hw.notes:
             if n not in notes:
                 notes.append(n)
-    hw0 = hws[0]
-    w = load(model, resolution)
-    notes.extend(w.notes)
-    c = plan.device_constants(hw0, notes)
-    precs = [plan.resolve_precision(hw0, p, profile_precisions(devices[0]), notes, h)
-             for p in _as_list(precisions, ["fp16"])]
-    precs = list(dict.fromkeys(precs))
-    bats = [plan.check_batch(b) for b in _as_list(batches, [1])]
-    procs = [plan.check_processes(n) for n in _as_list(processes, [1])]
-    accs = [str(a).strip().lower().replace(" ", "") for a in _as_list(accelerators, ["gpu"])]
+    return notes
 
-    kernels = plan.KernelTables(w, hw0, c)
-    # (accelerator, precision, batch, processes) combos that are valid, with their instance split.
-    combos = []
-    for a in accs:
-        for p in precs:
-            for b in bats:
-                for n in procs:
-                    try:
-                        n_g, n_d = plan.check_accelerator(a, hw0, n, p)
-                    except ConfigError as exc:
-                        if a == "gpu+dla" and n < 2:
-                            continue  # not a configuration: gpu+dla needs two instances
-                        raise exc
-                    combos.append((a, p, b, n, n_g, n_d))
-    if not combos:
-        raise ConfigError("the sweep is empty: give at least one valid combination of precisions, "
-                          "batches, processes and accelerators")
-    # Engine tables depend on the SMs a mode leaves on: one set per distinct SM count.
-    sms = sorted({m.sm_count for m in hws})
-    per_sm = []
-    for sm in sms:
-        hw_s = next(m for m in hws if m.sm_count == sm)
-        per_sm.append(plan.stack([plan.config_row(hw_s, w, kernels, p, b, n_g, n_d, c, h)
-                                  for _, p, b, _, n_g, n_d in combos]))
-    tables = kernels.tables
-    mem = {}
-    for _, p, b, *_ in combos:
-        if (p, b) not in mem:
-            mem[(p, b)] = plan.memory(w, kernels.engine(p), b, c)[0]
-    available = plan.available_memory(hw0, c)
 
-    # Mode-level columns (M) x combo-level columns (C) -> M*C rows, mode-major.
+def _mode_columns(hws: List[Any], h: Any, c: Dict[str, float]) -> Dict[str, np.ndarray]:
+    """The configuration columns a power mode sets, one entry per mode."""
     ref = c["cpu_ref_mhz"]
     host = [plan.harness_columns(h, m, c, 0.0) for m in hws]
-    mode_cols = {
+    return {
         "f_max": np.array([m.gpu_hz for m in hws]),
         "f_top": np.array([m.top_hz for m in hws]),
         "bw": np.array([m.bw for m in hws]),
@@ -203,6 +185,20 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
         "h_launch": np.array([x["h_launch"] for x in host]),
         "h_host": np.array([x["h_host"] for x in host]),
     }
+
+
+def _grid(hws: List[Any], combos: List[_Combo], w: Any, kernels: plan.KernelTables, c: Dict[str, float],
+          h: Any) -> Tuple[Dict[str, np.ndarray], np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
+    """Mode-level columns (M) x combo-level columns (C) -> M*C configuration rows, mode-major;
+    with each row's mode and combo index, and the mode columns."""
+    # Engine tables depend on the SMs a mode leaves on: one set per distinct SM count.
+    sms = sorted({m.sm_count for m in hws})
+    per_sm = []
+    for sm in sms:
+        hw_s = next(m for m in hws if m.sm_count == sm)
+        per_sm.append(plan.stack([plan.config_row(hw_s, w, kernels, x.precision, x.batch, x.n_gpu, x.n_dla, c, h)
+                                  for x in combos]))
+    mode_cols = _mode_columns(hws, h, c)
     sm_index = np.array([sms.index(m.sm_count) for m in hws])
     M, C = len(hws), len(combos)
     mi = np.repeat(np.arange(M), C)
@@ -216,25 +212,64 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
             cfg[k] = np.stack([cols[k] for cols in per_sm])[si, ci]
     if h.copies:
         cfg["h_copy"] = cfg["copy_bytes"] / (cfg["bw"] * c["copy_eff"])
+    return cfg, mi, ci, mode_cols
 
-    out: Dict[str, np.ndarray] = {}
-    R = M * C
-    for s in range(0, R, _CHUNK):
+
+_OUTPUTS = ("throughput", "latency", "latency_alone", "power", "gpu_util", "emc_util", "bound", "f", "t_gpu",
+            "t_host")
+
+
+def _evaluate(tables: Any, cfg: Dict[str, np.ndarray], c: Dict[str, float], rows: int) -> Dict[str, np.ndarray]:
+    """``core.evaluate`` in chunks of rows, to bound the memory of a large grid."""
+    out: Dict[str, List[np.ndarray]] = {}
+    for s in range(0, rows, _CHUNK):
         part = {k: v[s:s + _CHUNK] for k, v in cfg.items()}
         res = core.evaluate(tables, part, c)
-        for k in ("throughput", "latency", "latency_alone", "power", "gpu_util", "emc_util", "bound", "f",
-                  "t_gpu", "t_host"):
+        for k in _OUTPUTS:
             out.setdefault(k, []).append(res[k])
-    res = {k: np.concatenate(v) for k, v in out.items()}
+    return {k: np.concatenate(v) for k, v in out.items()}
 
-    mem_pp = np.array([mem[(p, b)] for _, p, b, *_ in combos])[ci]
-    n_proc = np.array([n for _, _, _, n, *_ in combos], dtype=np.int64)[ci]
+
+def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (1,), processes: Any = (1,),
+          power_modes: Any = None, accelerators: Any = ("gpu",), harness: Any = None,
+          resolution: Any = None) -> SweepResult:
+    """Every combination of the lists on one device and model. ``power_modes``: names, ids,
+    ``PowerMode`` objects, "all", "fastest", or None (the default mode); ``harness``: as for
+    ``predict`` (one harness for the whole grid)."""
+    h = get_harness(harness)
+    devices = _modes(device, power_modes)
+    hws = [resolve(d) for d in devices]
+    notes = _mode_notes(hws)
+    hw0 = hws[0]
+    w = load(model, resolution)
+    notes.extend(w.notes)
+    c = plan.device_constants(hw0, notes)
+    precs = [plan.resolve_precision(hw0, p, profile_precisions(devices[0]), notes, h)
+             for p in _as_list(precisions, ["fp16"])]
+    precs = list(dict.fromkeys(precs))
+    bats = [plan.check_batch(b) for b in _as_list(batches, [1])]
+    procs = [plan.check_processes(n) for n in _as_list(processes, [1])]
+    accs = [str(a).strip().lower().replace(" ", "") for a in _as_list(accelerators, ["gpu"])]
+
+    kernels = plan.KernelTables(w, hw0, c)
+    combos = _combos(hw0, accs, precs, bats, procs)
+    cfg, mi, ci, mode_cols = _grid(hws, combos, w, kernels, c, h)
+    tables = kernels.tables
+    mem = {}
+    for x in combos:
+        if (x.precision, x.batch) not in mem:
+            mem[(x.precision, x.batch)] = plan.memory(w, kernels.engine(x.precision), x.batch, c)[0]
+    available = plan.available_memory(hw0, c)
+    R = len(mi)
+    res = _evaluate(tables, cfg, c, R)
+
+    mem_pp = np.array([mem[(x.precision, x.batch)] for x in combos])[ci]
+    n_proc = np.array([x.processes for x in combos], dtype=np.int64)[ci]
     p50, p99 = core.percentiles(res["latency"], res["latency_alone"])
-    mode_names = [m.mode for m in hws]
     cols = {
-        "power_mode": mi, "precision": np.array([precs.index(p) for _, p, *_ in combos])[ci],
-        "accelerator": np.array([accs.index(a) for a, *_ in combos])[ci],
-        "batch": np.array([b for _, _, b, *_ in combos], dtype=np.int64)[ci],
+        "power_mode": mi, "precision": np.array([precs.index(x.precision) for x in combos])[ci],
+        "accelerator": np.array([accs.index(x.accelerator) for x in combos])[ci],
+        "batch": np.array([x.batch for x in combos], dtype=np.int64)[ci],
         "processes": n_proc,
         "throughput": res["throughput"], "per_process_throughput": res["throughput"] / n_proc,
         "latency": res["latency"], "latency_p50": p50, "latency_p99": p99,
@@ -245,6 +280,7 @@ def sweep(device: Any, model: Any, precisions: Any = ("fp16",), batches: Any = (
         "gpu_util": res["gpu_util"], "emc_util": res["emc_util"], "bound": res["bound"].astype(np.int64),
         "oom": mem_pp * n_proc > available,
     }
-    labels = {"power_mode": mode_names, "precision": precs, "accelerator": accs, "bound": list(core.BOUNDS)}
+    labels = {"power_mode": [m.mode for m in hws], "precision": precs, "accelerator": accs,
+              "bound": list(core.BOUNDS)}
     meta = {"device": hw0.device_id, "model": w.name, "harness": h.name}
     return SweepResult(cols, labels, meta, notes)

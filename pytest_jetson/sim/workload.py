@@ -89,6 +89,128 @@ def _aliases(stats: Any) -> Dict[str, str]:
     return alias
 
 
+def _root(alias: Dict[str, str], name: str) -> str:
+    seen = 0
+    while name in alias and seen < 1000:
+        name, seen = alias[name], seen + 1
+    return name
+
+
+def _costed_kernels(stats: Any, all_ks: List[Any], alias: Dict[str, str]) -> List[Any]:
+    """The kernels that cost time: Split and Slice of one input become views (aliases)."""
+    views = [k for k in all_ks if str(getattr(k, "op_type", "")) in VIEW_KERNELS
+             and len(getattr(k, "_inputs", None) or []) == 1]
+    for k in views:
+        for o in k._outputs:
+            alias[o] = k._inputs[0]
+    return [k for k in all_ks if not any(k is v for v in views)] or all_ks
+
+
+class _Edges:
+    """Tensors (by name, with their producer and size per item) and the kernel -> tensor reads."""
+
+    def __init__(self) -> None:
+        self.index: Dict[str, int] = {}
+        self.producer: List[int] = []
+        self.elems: List[float] = []
+        self.kernel: List[int] = []
+        self.tensor_of: List[int] = []
+        self.read: List[float] = []
+
+    def tensor(self, name: str, elems: float, producer: int = -1) -> int:
+        if name not in self.index:
+            self.index[name] = len(self.producer)
+            self.producer.append(producer)
+            self.elems.append(elems)
+        elif producer >= 0:
+            self.producer[self.index[name]] = producer
+            self.elems[self.index[name]] = elems
+        return self.index[name]
+
+    def edge(self, kernel: int, tensor: int, elems: float) -> None:
+        self.kernel.append(kernel)
+        self.tensor_of.append(tensor)
+        self.read.append(elems)
+
+    def outputs(self, names: List[str]) -> np.ndarray:
+        t_out = np.zeros(len(self.producer), bool)
+        for name in names:
+            if name in self.index:
+                t_out[self.index[name]] = True
+        return t_out
+
+
+def _named_edges(edges: _Edges, stats: Any, ks: List[Any], alias: Dict[str, str], b: int) -> List[str]:
+    """Edges from the tensor names the kernels read and write; the graph outputs' roots."""
+    for i, k in enumerate(ks):
+        for o in k._outputs:
+            edges.tensor(_root(alias, o), stats.tensor_elems(o) / b, i)
+    for i, k in enumerate(ks):
+        for name in k._inputs:
+            root = _root(alias, name)
+            edges.edge(i, edges.tensor(root, stats.tensor_elems(root) / b), stats.tensor_elems(name) / b)
+    return [_root(alias, o) for o in getattr(stats, "graph_outputs", ())]
+
+
+def _chain_edges(edges: _Edges, ks: List[Any], b: int) -> List[str]:
+    """Stats without tensor names: each kernel reads the one before it, the first the input."""
+    prev = edges.tensor("<input>", float(getattr(ks[0], "input_elems", 0) or 0) / b)
+    for i, k in enumerate(ks):
+        edges.edge(i, prev, float(getattr(k, "input_elems", 0) or 0) / b)
+        prev = edges.tensor(f"<k{i}>", float(getattr(k, "output_elems", 0) or 0) / b, i)
+    return [f"<k{len(ks) - 1}>"]
+
+
+def _column(ks: List[Any], attr: str, per_item: bool, b: int, default: float = 0.0) -> np.ndarray:
+    v = np.array([float(getattr(k, attr, default) or default) for k in ks])
+    return v / b if per_item else v
+
+
+def _dla_ok(kind: np.ndarray, spatial: np.ndarray, ops: List[str]) -> np.ndarray:
+    # GlobalAveragePool (a pool down to 1x1) is the layer the seeds name as falling back from DLA.
+    return np.array([
+        KINDS[kd] not in DLA_UNSUPPORTED and not (KINDS[kd] == "pool" and (sp <= 1 or "Global" in op))
+        for kd, sp, op in zip(kind, spatial, ops)
+    ])
+
+
+def _elementwise_work(stats: Any, ks: List[Any]) -> Tuple[np.ndarray, np.ndarray]:
+    """Special-function and simple ops per output element of each kernel: a conv's fused epilogue
+    (its BatchNorm folds into the weights; activations and a residual add do not), or the op
+    itself."""
+    op_of = {str(getattr(x, "name", "")): str(getattr(x, "op_type", "")) for x in getattr(stats, "layers", None) or []}
+    sfu, simple = [], []
+    for k in ks:
+        names = list(getattr(k, "layers", None) or [])
+        if KIND.get(str(getattr(k, "kind", ""))) in (KIND["conv"], KIND["depthwise"], KIND["gemm"]):
+            names = names[1:]
+        fused = [op_of.get(n, "") for n in names]
+        sfu.append(float(sum(SFU_OPS.get(o, 0) for o in fused)))
+        simple.append(float(sum(1 for o in fused if o and o not in SFU_OPS and o not in _NO_OPS)))
+    return np.array(sfu), np.array(simple)
+
+
+def _unknown_ops(stats: Any, notes: List[str]) -> Tuple[str, ...]:
+    unknown = tuple(sorted(set(map(str, getattr(stats, "unknown_ops", ()) or ()))))
+    if unknown:
+        notes.append("operators without a cost model: " + ", ".join(unknown) + "; each is costed as a "
+                     "memory-bound kernel that reads its inputs and writes its outputs once (no arithmetic)")
+    return unknown
+
+
+def _outputs_or_inputs(k_out: np.ndarray, kind: np.ndarray, edges: _Edges, n: int, notes: List[str]) -> np.ndarray:
+    """Kernel outputs, an operator whose output shape inference could not give taken as large
+    as what it reads."""
+    k_in = np.bincount(np.array(edges.kernel, dtype=np.int64), weights=np.array(edges.read, dtype=float),
+                       minlength=n)
+    blind = (k_out <= 0) & (kind == KIND["other"])
+    if np.any(blind):
+        k_out = np.where(blind, k_in, k_out)
+        notes.append(f"{int(blind.sum())} operator(s) with no inferable output shape: each assumed to "
+                     "write as much as it reads")
+    return k_out
+
+
 def from_stats(stats: Any) -> Workload:
     """Any GraphStats-like object (``kernels()``, ``params``, ``macs``, ``batch`` ...) -> Workload.
 
@@ -101,101 +223,24 @@ def from_stats(stats: Any) -> Workload:
         raise ModelError(f"model {getattr(stats, 'name', '?')!r} has no layers the simulator can cost; "
                          "pass a model with at least one operator")
     alias = _aliases(stats)
-    views = [k for k in all_ks if str(getattr(k, "op_type", "")) in VIEW_KERNELS
-             and len(getattr(k, "_inputs", None) or []) == 1]
-    for k in views:
-        for o in k._outputs:
-            alias[o] = k._inputs[0]
-    ks = [k for k in all_ks if not any(k is v for v in views)] or all_ks
-
-    def root(name: str) -> str:
-        seen = 0
-        while name in alias and seen < 1000:
-            name, seen = alias[name], seen + 1
-        return name
-
+    ks = _costed_kernels(stats, all_ks, alias)
     named = all(getattr(k, "_inputs", None) is not None and hasattr(stats, "tensor_elems") for k in ks)
-    tensors: Dict[str, int] = {}
-    t_prod: List[int] = []
-    t_elems: List[float] = []
-
-    def tensor(name: str, elems: float, producer: int = -1) -> int:
-        if name not in tensors:
-            tensors[name] = len(t_prod)
-            t_prod.append(producer)
-            t_elems.append(elems)
-        elif producer >= 0:
-            t_prod[tensors[name]] = producer
-            t_elems[tensors[name]] = elems
-        return tensors[name]
-
-    e_k: List[int] = []
-    e_t: List[int] = []
-    e_n: List[float] = []
-    outputs_named: List[str] = []
-    if named:
-        for i, k in enumerate(ks):
-            for o in k._outputs:
-                tensor(root(o), stats.tensor_elems(o) / b, i)
-        for i, k in enumerate(ks):
-            for name in k._inputs:
-                t = tensor(root(name), stats.tensor_elems(root(name)) / b)
-                e_k.append(i)
-                e_t.append(t)
-                e_n.append(stats.tensor_elems(name) / b)
-        outputs_named = [root(o) for o in getattr(stats, "graph_outputs", ())]
-    else:
-        prev = tensor("<input>", float(getattr(ks[0], "input_elems", 0) or 0) / b)
-        for i, k in enumerate(ks):
-            e_k.append(i)
-            e_t.append(prev)
-            e_n.append(float(getattr(k, "input_elems", 0) or 0) / b)
-            prev = tensor(f"<k{i}>", float(getattr(k, "output_elems", 0) or 0) / b, i)
-        outputs_named = [f"<k{len(ks) - 1}>"]
-    t_out = np.zeros(len(t_prod), bool)
-    for name in outputs_named:
-        if name in tensors:
-            t_out[tensors[name]] = True
+    edges = _Edges()
+    outputs = _named_edges(edges, stats, ks, alias, b) if named else _chain_edges(edges, ks, b)
 
     def arr(attr: str, per_item: bool, default: float = 0.0) -> np.ndarray:
-        v = np.array([float(getattr(k, attr, default) or default) for k in ks])
-        return v / b if per_item else v
+        return _column(ks, attr, per_item, b, default)
 
     kind = np.array([KIND.get(str(getattr(k, "kind", "other")), KIND["other"]) for k in ks])
     spatial = arr("spatial", False, 1.0)
     ops = [str(getattr(k, "op_type", "")) for k in ks]
-    # GlobalAveragePool (a pool down to 1x1) is the layer the seeds name as falling back from DLA.
-    dla_ok = np.array([
-        KINDS[kd] not in DLA_UNSUPPORTED and not (KINDS[kd] == "pool" and (sp <= 1 or "Global" in op))
-        for kd, sp, op in zip(kind, spatial, ops)
-    ])
     outs = getattr(stats, "output_shapes", None) or []
     io_out = sum(_elems_per_item(s) for s in outs) or int(arr("output_elems", True)[-1])
     io_in = _elems_per_item(getattr(stats, "input_shape", None)) or int(arr("input_elems", True)[0])
-    unknown = tuple(sorted(set(map(str, getattr(stats, "unknown_ops", ()) or ()))))
-    notes = []
-    if unknown:
-        notes.append("operators without a cost model: " + ", ".join(unknown) + "; each is costed as a "
-                     "memory-bound kernel that reads its inputs and writes its outputs once (no arithmetic)")
-    cin = arr("in_channels", False, 0.0)
-    # the elementwise work each kernel does per output element: a conv's fused epilogue (its
-    # BatchNorm folds into the weights; activations and a residual add do not), or the op itself
-    op_of = {str(getattr(x, "name", "")): str(getattr(x, "op_type", "")) for x in getattr(stats, "layers", None) or []}
-    sfu, simple = [], []
-    for k in ks:
-        names = list(getattr(k, "layers", None) or [])
-        fused = [op_of.get(n, "") for n in (names[1:] if KIND.get(str(getattr(k, "kind", ""))) in
-                                             (KIND["conv"], KIND["depthwise"], KIND["gemm"]) else names)]
-        sfu.append(float(sum(SFU_OPS.get(o, 0) for o in fused)))
-        simple.append(float(sum(1 for o in fused if o and o not in SFU_OPS and o not in _NO_OPS)))
-    k_out = arr("output_elems", True)
-    k_in = np.bincount(np.array(e_k, dtype=np.int64), weights=np.array(e_n, dtype=float), minlength=len(ks))
-    blind = (k_out <= 0) & (kind == KIND["other"])
-    if np.any(blind):
-        # an operator whose output shape inference could not give: as large as what it reads
-        k_out = np.where(blind, k_in, k_out)
-        notes.append(f"{int(blind.sum())} operator(s) with no inferable output shape: each assumed to "
-                     "write as much as it reads")
+    notes: List[str] = []
+    unknown = _unknown_ops(stats, notes)
+    sfu, simple = _elementwise_work(stats, ks)
+    k_out = _outputs_or_inputs(arr("output_elems", True), kind, edges, len(ks), notes)
     return Workload(
         name=str(getattr(stats, "name", "model")),
         params=int(getattr(stats, "params", 0) or 0),
@@ -203,11 +248,12 @@ def from_stats(stats: Any) -> Workload:
         op=ops, kind=kind, k_macs=arr("macs", True), k_flops=arr("flops", True),
         k_weights=arr("weight_elems", False), k_out=k_out,
         k_channels=arr("out_channels", False, 1.0), k_spatial=spatial, k_groups=arr("groups", False, 1.0),
-        k_ksize=arr("kernel_size", False, 1.0), k_stride=arr("stride", False, 1.0), k_cin=cin,
-        k_sfu=np.array(sfu), k_simple=np.array(simple),
-        dla_ok=dla_ok, e_kernel=np.array(e_k, dtype=np.int64), e_tensor=np.array(e_t, dtype=np.int64),
-        e_elems=np.array(e_n, dtype=float), t_producer=np.array(t_prod, dtype=np.int64), t_output=t_out,
-        t_elems=np.array(t_elems, dtype=float), io_in=int(io_in), io_out=int(io_out),
+        k_ksize=arr("kernel_size", False, 1.0), k_stride=arr("stride", False, 1.0),
+        k_cin=arr("in_channels", False, 0.0), k_sfu=sfu, k_simple=simple,
+        dla_ok=_dla_ok(kind, spatial, ops), e_kernel=np.array(edges.kernel, dtype=np.int64),
+        e_tensor=np.array(edges.tensor_of, dtype=np.int64), e_elems=np.array(edges.read, dtype=float),
+        t_producer=np.array(edges.producer, dtype=np.int64), t_output=edges.outputs(outputs),
+        t_elems=np.array(edges.elems, dtype=float), io_in=int(io_in), io_out=int(io_out),
         unknown_ops=unknown, notes=notes,
     )
 

@@ -269,40 +269,21 @@ class JtopSource(Source):
     # -- reading -----------------------------------------------------------------------------------
     def read(self, now: float) -> Reading:
         j = self._jetson
-        power = getattr(j, "power", None) or {}
-        rails: Dict[str, float] = {}
-        for name, rail in _items(_get(power, "rail")):
-            mw = _num(_get(rail, "power"))
-            if mw is not None:
-                rails[name] = mw / 1000.0
-        total = _get(power, "tot") or {}
-        board_mw = _num(_get(total, "power"))
-        board_name = _get(total, "name")
-        if board_name and board_mw is not None:
-            rails[str(board_name)] = board_mw / 1000.0  # jtop moves the input rail out of 'rail'
+        rails, board_mw, board_name = _rails(getattr(j, "power", None) or {})
         self.power_basis = str(board_name or ("sum of rails" if rails else "")) or None
         memory = getattr(j, "memory", None)
         ram_kb = _num(_get(_get(memory, "RAM"), "used"))
-        emc = _num(_get(_get(memory, "EMC"), "val"))
         self.gpu_name, gpu = _gpu(j)
-        freq = _get(gpu, "freq")
-        temps: Dict[str, float] = {}
-        for name, sensor in _items(getattr(j, "temperature", None)):
-            value = _num(_get(sensor, "temp"))
-            if value is not None and value > -100 and _get(sensor, "online") is not False:
-                temps[name] = value
-        cpu_total = _get(_safe(lambda: j.cpu), "total")
-        busy = [_num(_get(cpu_total, k)) for k in ("user", "nice", "system")]
         return Reading(
             t=now,
             board_power_w=None if board_mw is None else board_mw / 1000.0,
             rails_w=rails,
             memory_bytes=None if ram_kb is None else ram_kb * 1024.0,
             gpu_util=_num(_get(_get(gpu, "status"), "load")),
-            gpu_clock_mhz=_gpu_mhz(freq, "cur"),
-            emc_util=emc,
-            cpu_util=sum(b for b in busy if b is not None) if any(b is not None for b in busy) else None,
-            temps_c=temps,
+            gpu_clock_mhz=_gpu_mhz(_get(gpu, "freq"), "cur"),
+            emc_util=_num(_get(_get(memory, "EMC"), "val")),
+            cpu_util=_cpu_busy(j),
+            temps_c=_temperatures(j),
         )
 
     def collect(self, now: float) -> List[Reading]:
@@ -324,6 +305,37 @@ class JtopSource(Source):
     def stop(self) -> None:
         # The client serves the session: it stays open for the next window.
         self._jetson = None
+
+
+def _rails(power: Any) -> Tuple[Dict[str, float], Optional[float], Any]:
+    """Each rail's power (W), the board input's (mW) and that rail's name, from ``jetson.power``."""
+    rails: Dict[str, float] = {}
+    for name, rail in _items(_get(power, "rail")):
+        mw = _num(_get(rail, "power"))
+        if mw is not None:
+            rails[name] = mw / 1000.0
+    total = _get(power, "tot") or {}
+    board_mw = _num(_get(total, "power"))
+    board_name = _get(total, "name")
+    if board_name and board_mw is not None:
+        rails[str(board_name)] = board_mw / 1000.0  # jtop moves the input rail out of 'rail'
+    return rails, board_mw, board_name
+
+
+def _temperatures(j: Any) -> Dict[str, float]:
+    """Online sensors with a real reading (jtop reports an absent one as -256 C)."""
+    temps: Dict[str, float] = {}
+    for name, sensor in _items(getattr(j, "temperature", None)):
+        value = _num(_get(sensor, "temp"))
+        if value is not None and value > -100 and _get(sensor, "online") is not False:
+            temps[name] = value
+    return temps
+
+
+def _cpu_busy(j: Any) -> Optional[float]:
+    cpu_total = _get(_safe(lambda: j.cpu), "total")
+    busy = [_num(_get(cpu_total, k)) for k in ("user", "nice", "system")]
+    return sum(b for b in busy if b is not None) if any(b is not None for b in busy) else None
 
 
 def _safe(fn: Any) -> Any:

@@ -153,17 +153,7 @@ def summarize(
     s.samples = len(series)
     s.malformed_lines = int(malformed_lines)
     s.warnings = list(warnings)
-    s.power_mode_start, s.power_mode_end = power_mode
-    s.jetson_clocks_start, s.jetson_clocks_end = jetson_clocks
-    s.mode_changed = (
-        (power_mode[0] is not None and power_mode[1] is not None and power_mode[0] != power_mode[1])
-        or (jetson_clocks[0] is not None and jetson_clocks[1] is not None and jetson_clocks[0] != jetson_clocks[1])
-    )
-    if s.mode_changed:
-        s.warnings.append(
-            f"power mode or jetson_clocks changed during the run: mode {power_mode[0]} -> {power_mode[1]}, "
-            f"jetson_clocks {jetson_clocks[0]} -> {jetson_clocks[1]}; figures mix two configurations"
-        )
+    _configuration(s, power_mode, jetson_clocks)
     t0 = start if start is not None else (float(t[0]) if t.size else None)
     t1 = end if end is not None else (float(t[-1]) if t.size else None)
     if t0 is not None and t1 is not None:
@@ -173,7 +163,47 @@ def summarize(
     s.items = items
     if not t.size:
         return s
+    _power(s, series, power_basis, items)
+    s.memory_peak_bytes = _max(series.memory_bytes)
+    if s.memory_peak_bytes is not None:
+        s.memory_scope = memory_scope
+    s.gpu_util_mean = _mean(series.gpu_util)
+    s.emc_util_mean = _mean(series.emc_util)
+    s.cpu_util_mean = _mean(series.cpu_util)
+    _temperatures(s, series)
+    loaded = _clocks(s, series, max_gpu_clock_mhz)
+    s.throttle_reasons = (_clock_throttle(series, loaded, max_gpu_clock_mhz)
+                          + _thermal_throttle(s.temperatures_max_c, trip_points_c)
+                          + _reported_throttle(series))
+    s.throttled = bool(s.throttle_reasons)
+    if s.gaps:
+        s.warnings.append(
+            f"{len(s.gaps)} gap(s) in the telemetry series (longest "
+            f"{max(b - a for a, b in s.gaps):.3g} s); energy is interpolated across them"
+        )
+    return s
 
+
+def _changed(pair: Tuple[Any, Any]) -> bool:
+    return pair[0] is not None and pair[1] is not None and pair[0] != pair[1]
+
+
+def _configuration(s: TelemetrySummary, power_mode: Tuple[Optional[str], Optional[str]],
+                   jetson_clocks: Tuple[Optional[bool], Optional[bool]]) -> None:
+    """The power mode and jetson_clocks at both ends of the window; a warning if either changed."""
+    s.power_mode_start, s.power_mode_end = power_mode
+    s.jetson_clocks_start, s.jetson_clocks_end = jetson_clocks
+    s.mode_changed = _changed(power_mode) or _changed(jetson_clocks)
+    if s.mode_changed:
+        s.warnings.append(
+            f"power mode or jetson_clocks changed during the run: mode {power_mode[0]} -> {power_mode[1]}, "
+            f"jetson_clocks {jetson_clocks[0]} -> {jetson_clocks[1]}; figures mix two configurations"
+        )
+
+
+def _power(s: TelemetrySummary, series: Series, power_basis: Optional[str], items: Optional[int]) -> None:
+    """Board power (time-weighted mean, peak), energy (per item too) and each rail's mean and peak."""
+    t = series.t
     power = series.board_power_w
     if np.isfinite(power).any():
         s.power_basis = power_basis
@@ -188,12 +218,9 @@ def summarize(
         mean, peak = _mean(col), _max(col)
         if mean is not None and peak is not None:
             s.rails[name] = {"mean_w": mean, "peak_w": peak}
-    s.memory_peak_bytes = _max(series.memory_bytes)
-    if s.memory_peak_bytes is not None:
-        s.memory_scope = memory_scope
-    s.gpu_util_mean = _mean(series.gpu_util)
-    s.emc_util_mean = _mean(series.emc_util)
-    s.cpu_util_mean = _mean(series.cpu_util)
+
+
+def _temperatures(s: TelemetrySummary, series: Series) -> None:
     for name, col in series.temps_c.items():
         peak = _max(col)
         if peak is not None:
@@ -201,6 +228,10 @@ def summarize(
     if s.temperatures_max_c:
         s.temperature_max_c = max(s.temperatures_max_c.values())
 
+
+def _clocks(s: TelemetrySummary, series: Series, max_gpu_clock_mhz: Optional[float]) -> np.ndarray:
+    """GPU clock minimum and mean over the loaded samples (all samples if none was loaded);
+    returns which samples were loaded."""
     # Clocks only mean something while the GPU works: an idle GPU is clocked down on purpose.
     clock = series.gpu_clock_mhz
     util = series.gpu_util
@@ -210,30 +241,37 @@ def summarize(
         s.gpu_clock_min_mhz = float(clock[basis].min())
         s.gpu_clock_mean_mhz = float(clock[basis].mean())
     s.gpu_clock_max_mode_mhz = _f(max_gpu_clock_mhz)
-    reasons: List[str] = []
-    if max_gpu_clock_mhz and loaded.any():
-        low = float(clock[loaded].min())
-        if low < CLOCK_THROTTLE_FRACTION * max_gpu_clock_mhz:
-            n = int(np.count_nonzero(clock[loaded] < CLOCK_THROTTLE_FRACTION * max_gpu_clock_mhz))
-            reasons.append(
-                f"GPU clock fell to {low:.0f} MHz while loaded, below the mode's maximum of "
-                f"{max_gpu_clock_mhz:.0f} MHz ({n} of {int(loaded.sum())} loaded samples)"
-            )
-    for name, peak in s.temperatures_max_c.items():
+    return loaded
+
+
+def _clock_throttle(series: Series, loaded: np.ndarray, max_gpu_clock_mhz: Optional[float]) -> List[str]:
+    if not (max_gpu_clock_mhz and loaded.any()):
+        return []
+    clock = series.gpu_clock_mhz
+    low = float(clock[loaded].min())
+    if low >= CLOCK_THROTTLE_FRACTION * max_gpu_clock_mhz:
+        return []
+    n = int(np.count_nonzero(clock[loaded] < CLOCK_THROTTLE_FRACTION * max_gpu_clock_mhz))
+    return [f"GPU clock fell to {low:.0f} MHz while loaded, below the mode's maximum of "
+            f"{max_gpu_clock_mhz:.0f} MHz ({n} of {int(loaded.sum())} loaded samples)"]
+
+
+def _thermal_throttle(temperatures: Dict[str, float], trip_points_c: Optional[Dict[str, float]]) -> List[str]:
+    reasons = []
+    for name, peak in temperatures.items():
         trip = (trip_points_c or {}).get(name, DEFAULT_TRIP_C)
         if peak >= trip - TRIP_MARGIN_C:
             reasons.append(f"sensor {name} reached {peak:.1f} C, within {TRIP_MARGIN_C:.0f} C of its trip point {trip:.0f} C")
+    return reasons
+
+
+def _reported_throttle(series: Series) -> List[str]:
+    """What the hardware said slowed it down (NVML), each reason once in order of first report."""
+    reasons: List[str] = []
     seen = set()
     for row in series.throttle:
         for r in row:
             if r not in seen:
                 seen.add(r)
                 reasons.append(f"hardware reported: {r}")
-    s.throttle_reasons = reasons
-    s.throttled = bool(reasons)
-    if s.gaps:
-        s.warnings.append(
-            f"{len(s.gaps)} gap(s) in the telemetry series (longest "
-            f"{max(b - a for a, b in s.gaps):.3g} s); energy is interpolated across them"
-        )
-    return s
+    return reasons

@@ -146,6 +146,41 @@ def _listdir(path: Path) -> List[str]:
         return []
 
 
+def _ina238_rails(path: Path, dev: str) -> List[Rail]:
+    rails = []
+    for hw in _listdir(path / "hwmon"):
+        power = path / "hwmon" / hw / "power1_input"
+        if power.exists():
+            rails.append(Rail(INA238_RAIL, "ina238", (str(power),), dev))
+    return rails
+
+
+def _connected(label: Optional[str]) -> bool:
+    return bool(label) and label not in UNCONNECTED_RAILS
+
+
+def _ina3221_rails(path: Path, dev: str) -> List[Rail]:
+    """An INA3221's three channels, as hwmon (voltage and current) or iio (power) files."""
+    rails = []
+    for hw in _listdir(path / "hwmon"):
+        d = path / "hwmon" / hw
+        for n in range(1, 4):
+            label = read_small(str(d / f"in{n}_label"), limit=128)
+            volt, curr = d / f"in{n}_input", d / f"curr{n}_input"
+            if _connected(label) and volt.exists() and curr.exists():
+                rails.append(Rail(label, "hwmon", (str(volt), str(curr)), dev))
+    for iio in _listdir(path):
+        if not iio.startswith("iio:device"):
+            continue
+        d = path / iio
+        for k in range(3):
+            label = read_small(str(d / f"rail_name_{k}"), limit=128)
+            power = d / f"in_power{k}_input"
+            if _connected(label) and power.exists():
+                rails.append(Rail(label, "iio", (str(power),), dev))
+    return rails
+
+
 def find_rails(root: Path) -> List[Rail]:
     """Every power channel under /sys/bus/i2c/devices/*: INA3221 (hwmon or iio) and INA238."""
     rails: List[Rail] = []
@@ -161,29 +196,9 @@ def find_rails(root: Path) -> List[Rail]:
             continue
         seen.add(real)
         if "ina238" in chip:
-            for hw in _listdir(path / "hwmon"):
-                power = path / "hwmon" / hw / "power1_input"
-                if power.exists():
-                    rails.append(Rail(INA238_RAIL, "ina238", (str(power),), dev))
-            continue
-        if "ina3221" not in chip:
-            continue
-        for hw in _listdir(path / "hwmon"):
-            d = path / "hwmon" / hw
-            for n in range(1, 4):
-                label = read_small(str(d / f"in{n}_label"), limit=128)
-                volt, curr = d / f"in{n}_input", d / f"curr{n}_input"
-                if label and label not in UNCONNECTED_RAILS and volt.exists() and curr.exists():
-                    rails.append(Rail(label, "hwmon", (str(volt), str(curr)), dev))
-        for iio in _listdir(path):
-            if not iio.startswith("iio:device"):
-                continue
-            d = path / iio
-            for k in range(3):
-                label = read_small(str(d / f"rail_name_{k}"), limit=128)
-                power = d / f"in_power{k}_input"
-                if label and label not in UNCONNECTED_RAILS and power.exists():
-                    rails.append(Rail(label, "iio", (str(power),), dev))
+            rails += _ina238_rails(path, dev)
+        elif "ina3221" in chip:
+            rails += _ina3221_rails(path, dev)
     return rails
 
 

@@ -202,36 +202,44 @@ def _parse_freq_array(text: str, sample: Sample) -> List[Optional[float]]:
     return out
 
 
+def _engine_clock(m: "re.Match", name: str, sample: Sample) -> Optional[float]:
+    """The clock an engine field prints: after ``@`` (one number, or the highest of a per-GPC
+    array, which a GPU field also records), or a bare number."""
+    at = m.group(4) or m.group(5)
+    if at is None:
+        # "APE 150", "VIC_FREQ 601": a bare number is a clock.
+        return _num(m.group(6)) if m.group(6) is not None else None
+    if not at.startswith("["):
+        return _num(at)
+    gpcs = _parse_freq_array(at, sample)
+    if name in _GPU_NAMES:
+        sample.gpu_gpc_freqs_mhz = gpcs
+    elif name in _GPU2_NAMES:
+        sample.gpu_gpc_freqs_mhz = sample.gpu_gpc_freqs_mhz + gpcs
+    known = [f for f in gpcs if f is not None]
+    return max(known) if known else None
+
+
+def _second_gpc(sample: Sample, freq: Optional[float], array: bool) -> None:
+    # Orin on JetPack 5 prints the second GPC as its own engine with the same load.
+    # GR3D_FREQ is then the first GPC's clock and GR3D2_FREQ the second's.
+    if not array:
+        if not sample.gpu_gpc_freqs_mhz:
+            sample.gpu_gpc_freqs_mhz = [sample.gpu_freq_mhz]
+        sample.gpu_gpc_freqs_mhz.append(freq)
+    if freq is not None and (sample.gpu_freq_mhz is None or freq > sample.gpu_freq_mhz):
+        sample.gpu_freq_mhz = freq
+
+
 def _apply_engine(m: "re.Match", sample: Sample) -> None:
     name, off, load = m.group(1), m.group(2), _num(m.group(3))
-    at = m.group(4) or m.group(5)
-    freq: Optional[float] = None
-    if at is not None:
-        if at.startswith("["):
-            gpcs = _parse_freq_array(at, sample)
-            if name in _GPU_NAMES:
-                sample.gpu_gpc_freqs_mhz = gpcs
-            elif name in _GPU2_NAMES:
-                sample.gpu_gpc_freqs_mhz = sample.gpu_gpc_freqs_mhz + gpcs
-            known = [f for f in gpcs if f is not None]
-            freq = max(known) if known else None
-        else:
-            freq = _num(at)
-    elif m.group(6) is not None:
-        # "APE 150", "VIC_FREQ 601": a bare number is a clock.
-        freq = _num(m.group(6))
+    freq = _engine_clock(m, name, sample)
     if name in _GPU_NAMES:
         sample.gpu_load_pct = load
         sample.gpu_freq_mhz = freq
     elif name in _GPU2_NAMES:
-        # Orin on JetPack 5 prints the second GPC as its own engine with the same load.
-        # GR3D_FREQ is then the first GPC's clock and GR3D2_FREQ the second's.
-        if at is None or not at.startswith("["):
-            if not sample.gpu_gpc_freqs_mhz:
-                sample.gpu_gpc_freqs_mhz = [sample.gpu_freq_mhz]
-            sample.gpu_gpc_freqs_mhz.append(freq)
-        if freq is not None and (sample.gpu_freq_mhz is None or freq > sample.gpu_freq_mhz):
-            sample.gpu_freq_mhz = freq
+        at = m.group(4) or m.group(5)
+        _second_gpc(sample, freq, at is not None and at.startswith("["))
     elif name in _EMC_NAMES:
         sample.emc_load_pct = load
         sample.emc_freq_mhz = freq
@@ -308,48 +316,76 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def format_line(sample: Sample) -> str:
-    """Write ``sample`` as a JetPack 5/6-style tegrastats line (for fakes and round trips).
-    A GPU with per-GPC clocks is written in the JetPack 6 array form."""
-    parts: List[str] = []
-    if sample.time_text:
-        parts.append(sample.time_text)
+def _load(pct: Optional[float]) -> str:
+    return "" if pct is None else f"{_fmt(pct)}%"
+
+
+def _memory_fields(sample: Sample) -> List[str]:
+    parts = []
     if sample.ram_used_mb is not None and sample.ram_total_mb is not None:
         parts.append(f"RAM {_fmt(sample.ram_used_mb)}/{_fmt(sample.ram_total_mb)}MB (lfb 8x4MB)")
     if sample.swap_used_mb is not None and sample.swap_total_mb is not None:
         cached = _fmt(sample.swap_cached_mb) if sample.swap_cached_mb is not None else "0"
         parts.append(f"SWAP {_fmt(sample.swap_used_mb)}/{_fmt(sample.swap_total_mb)}MB (cached {cached}MB)")
-    if sample.cpus:
-        cores = [
-            "off" if c.load_pct is None else f"{_fmt(c.load_pct)}%@{_fmt(c.freq_mhz or 0)}"
-            for c in sample.cpus
-        ]
-        parts.append("CPU [" + ",".join(cores) + "]")
-    if sample.emc_load_pct is not None or sample.emc_freq_mhz is not None:
-        load = "" if sample.emc_load_pct is None else f"{_fmt(sample.emc_load_pct)}%"
-        freq = "" if sample.emc_freq_mhz is None else f"@{_fmt(sample.emc_freq_mhz)}"
-        parts.append(f"EMC_FREQ {load}{freq}")
-    if sample.gpu_load_pct is not None or sample.gpu_freq_mhz is not None or sample.gpu_gpc_freqs_mhz:
-        load = "" if sample.gpu_load_pct is None else f"{_fmt(sample.gpu_load_pct)}%"
-        if sample.gpu_gpc_freqs_mhz:
-            gpcs = ",".join("off" if f is None else _fmt(f) for f in sample.gpu_gpc_freqs_mhz)
-            freq = f"@[{gpcs}]"
-        else:
-            freq = "" if sample.gpu_freq_mhz is None else f"@{_fmt(sample.gpu_freq_mhz)}"
-        parts.append(f"GR3D_FREQ {load}{freq}")
+    return parts
+
+
+def _cpu_field(sample: Sample) -> List[str]:
+    if not sample.cpus:
+        return []
+    cores = ["off" if c.load_pct is None else f"{_fmt(c.load_pct)}%@{_fmt(c.freq_mhz or 0)}" for c in sample.cpus]
+    return ["CPU [" + ",".join(cores) + "]"]
+
+
+def _emc_field(sample: Sample) -> List[str]:
+    if sample.emc_load_pct is None and sample.emc_freq_mhz is None:
+        return []
+    freq = "" if sample.emc_freq_mhz is None else f"@{_fmt(sample.emc_freq_mhz)}"
+    return [f"EMC_FREQ {_load(sample.emc_load_pct)}{freq}"]
+
+
+def _gpu_field(sample: Sample) -> List[str]:
+    """GR3D_FREQ, with per-GPC clocks in the JetPack 6 array form where there are any."""
+    if sample.gpu_load_pct is None and sample.gpu_freq_mhz is None and not sample.gpu_gpc_freqs_mhz:
+        return []
+    if sample.gpu_gpc_freqs_mhz:
+        freq = "@[" + ",".join("off" if f is None else _fmt(f) for f in sample.gpu_gpc_freqs_mhz) + "]"
+    else:
+        freq = "" if sample.gpu_freq_mhz is None else f"@{_fmt(sample.gpu_freq_mhz)}"
+    return [f"GR3D_FREQ {_load(sample.gpu_load_pct)}{freq}"]
+
+
+def _engine_fields(sample: Sample) -> List[str]:
+    parts = []
     for name, value in sample.engines.items():
         if value is None:
             parts.append(f"{name} off")
-        else:
-            load_v, freq_v = value
-            load = "" if load_v is None else f"{_fmt(load_v)}%"
-            freq = "" if freq_v is None else (f"@{_fmt(freq_v)}" if load else _fmt(freq_v))
-            parts.append(f"{name} {load}{freq}")
-    for name, temp in sample.temps_c.items():
-        parts.append(f"{name}@{_fmt(temp)}C")
+            continue
+        load_v, freq_v = value
+        load = _load(load_v)
+        freq = "" if freq_v is None else (f"@{_fmt(freq_v)}" if load else _fmt(freq_v))
+        parts.append(f"{name} {load}{freq}")
+    return parts
+
+
+def _sensor_fields(sample: Sample) -> List[str]:
+    parts = [f"{name}@{_fmt(temp)}C" for name, temp in sample.temps_c.items()]
     for rail in sample.rails:
         avg = _fmt(rail.average_mw if rail.average_mw is not None else rail.instant_mw)
         parts.append(f"{rail.name} {_fmt(rail.instant_mw)}mW/{avg}mW")
+    return parts
+
+
+# The fields of a line in the order tegrastats prints them.
+_WRITERS = (_memory_fields, _cpu_field, _emc_field, _gpu_field, _engine_fields, _sensor_fields)
+
+
+def format_line(sample: Sample) -> str:
+    """Write ``sample`` as a JetPack 5/6-style tegrastats line (for fakes and round trips).
+    A GPU with per-GPC clocks is written in the JetPack 6 array form."""
+    parts: List[str] = [sample.time_text] if sample.time_text else []
+    for write in _WRITERS:
+        parts.extend(write(sample))
     return " ".join(parts)
 
 

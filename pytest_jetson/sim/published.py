@@ -186,7 +186,8 @@ def _batch(row: Dict[str, Any], source: str) -> Optional[int]:
     return None
 
 
-def _row_case(row: Dict[str, Any]) -> Tuple[Optional[Case], str]:
+def _setting(row: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
+    """Where a row was measured: its source (with the harness it used), board and power mode."""
     rid = str(row["id"])
     src = str(row.get("source_id", ""))
     if rid in LEFT_OUT:
@@ -195,7 +196,7 @@ def _row_case(row: Dict[str, Any]) -> Tuple[Optional[Case], str]:
         return None, LEFT_OUT[src]
     spec = SOURCES.get(src)
     if spec is None:
-        return None, f"source {src!r} has no harness description in sim/sources.py"
+        return None, f"source {src!r} has no harness description in sim/published.py"
     fam = str(row.get("device_family"))
     device = spec.devices.get(fam)
     if device is None:
@@ -203,45 +204,70 @@ def _row_case(row: Dict[str, Any]) -> Tuple[Optional[Case], str]:
     mode = _mode(src, fam, row.get("power_mode") or "")
     if mode is None:
         return None, f"power mode {row.get('power_mode')!r} is not one the model can set"
-    model_text = str(row["model"])
-    base = dict(id=rid, source=src, device=device, mode=mode, harness=spec.harness, processes=1)
-    if model_text.startswith("microbenchmark"):
-        return _micro(row, base)
+    return dict(id=rid, source=src, device=device, mode=mode, harness=spec.harness, processes=1), ""
+
+
+def _zoo_model(model_text: str) -> Optional[str]:
     from ..models import zoo
 
     model = _MODELS.get(model_text.lower())
     if model is None and model_text.lower() in zoo.names():
         model = model_text.lower()
+    return model
+
+
+_METRICS = {"throughput": "throughput", "latency": "latency", "latency_per_batch": "latency",
+            "power_VDD_IN_mean": "power"}
+# what a harness other than the source's own measured, for the case's note
+_HARNESS_NOTES = {"deepstream": "DeepStream's nvinfer pipeline on 1080p video",
+                  "python-sync": "torch2trt's latency benchmark: a synchronize after every call"}
+
+
+def _accelerator(row: Dict[str, Any]) -> Tuple[str, int]:
+    """(accelerator, processes): a row on GPU + 2 DLAs runs three engines."""
+    acc_text = str(row.get("accelerator") or "").lower()
+    if acc_text.startswith("dla"):
+        return "dla", 1
+    if "gpu+2xdla" in acc_text.replace(" ", ""):
+        return "gpu+dla", 3
+    return "gpu", 1
+
+
+def _harness(spec: Source, src: str, model_text: str, metric: str) -> str:
+    if src == "YOLODS" and "deepstream" in model_text.lower():
+        return "deepstream"
+    if spec.harness == "python" and metric == "latency":
+        return "python-sync"  # torch2trt times latency with a synchronize after every call
+    return spec.harness
+
+
+def _row_case(row: Dict[str, Any]) -> Tuple[Optional[Case], str]:
+    base, why = _setting(row)
+    if base is None:
+        return None, why
+    model_text = str(row["model"])
+    if model_text.startswith("microbenchmark"):
+        return _micro(row, base)
+    model = _zoo_model(model_text)
     if model is None:
         return None, f"model {model_text!r} is not in the zoo"
     prec = _precision(row.get("precision"))
-    batch = _batch(row, src)
+    batch = _batch(row, base["source"])
     if prec is None or batch is None:
         return None, "precision or batch not stated"
-    metric = {"throughput": "throughput", "latency": "latency", "latency_per_batch": "latency",
-              "power_VDD_IN_mean": "power"}.get(str(row["metric"]))
+    metric = _METRICS.get(str(row["metric"]))
     if metric is None:
         return None, f"metric {row['metric']!r} is not predicted"
-    acc_text = str(row.get("accelerator") or "").lower()
-    accelerator, processes = "gpu", 1
-    if acc_text.startswith("dla"):
-        accelerator = "dla"
-    elif "gpu+2xdla" in acc_text.replace(" ", ""):
-        accelerator, processes = "gpu+dla", 3
-    harness = spec.harness
-    if src == "YOLODS" and "deepstream" in model_text.lower():
-        harness = "deepstream"
-    if harness == "python" and metric == "latency":
-        harness = "python-sync"  # torch2trt times latency with a synchronize after every call
+    accelerator, processes = _accelerator(row)
+    spec = SOURCES[base["source"]]
+    harness = _harness(spec, base["source"], model_text, metric)
     value = _si(row["value"], row["unit"])
-    if src == "ULTRA_DS" and metric == "latency":
+    if base["source"] == "ULTRA_DS" and metric == "latency":
         # published as ms/image but measured as a pipeline's frames per second (the note's FPS)
         metric, value = "throughput", 1.0 / value
     res = str(row.get("resolution") or "")
     resolution = 672 if res.startswith("672") else None
-    note = spec.why if harness == spec.harness else {
-        "deepstream": "DeepStream's nvinfer pipeline on 1080p video", "python-sync": "torch2trt's latency "
-        "benchmark: a synchronize after every call"}[harness]
+    note = spec.why if harness == spec.harness else _HARNESS_NOTES[harness]
     return Case(model=model, precision=prec, batch=batch, metric=metric, value=value,
                 unit=str(row["unit"]), group="power" if metric == "power" else "time", accelerator=accelerator,
                 resolution=resolution, note=note, **dict(base, harness=harness, processes=processes)), ""
