@@ -11,12 +11,21 @@ all come from this table. A plugin or conftest adds a source through the
         return [SourceSpec("labpsu", open=lambda ctx: LabPsuSource("/dev/ttyUSB0"), auto=5)]
 
 An opener is called with a ``SourceContext`` and returns a ``telemetry.base.Source``.
+
+``SOURCES`` holds the built-in rows and never changes; a session's table (``SOURCES.extended(...)``
+with the plugins' rows) is kept by the session and passed to ``select.open_source``.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from ..registry import Registry
+from .base import NullSource
+from .host import HostSource
+from .jtop import JtopSource
+from .nvml import NvmlSource
+from .sysfs import SysfsSource
+from .tegrastats import TegrastatsSource
 
 
 @dataclass(frozen=True)
@@ -60,56 +69,38 @@ class SourceSpec:
 
 
 def _jtop_available(ctx: SourceContext) -> Optional[str]:
-    from .jtop import JtopSource
-
     return JtopSource.probe()
 
 
 def _open_jtop(ctx: SourceContext) -> Any:
-    from .jtop import JtopSource
-
     return JtopSource()
 
 
 def _tegrastats_available(ctx: SourceContext) -> Optional[str]:
-    from .tegrastats import TegrastatsSource
-
     return TegrastatsSource.probe()
 
 
 def _open_tegrastats(ctx: SourceContext) -> Any:
-    from .tegrastats import TegrastatsSource
-
     return TegrastatsSource()
 
 
 def _sysfs_available(ctx: SourceContext) -> Optional[str]:
-    from .sysfs import SysfsSource
-
     return SysfsSource(root=ctx.root).probe_instance()
 
 
 def _open_sysfs(ctx: SourceContext) -> Any:
-    from .sysfs import SysfsSource
-
     return SysfsSource(root=ctx.root)
 
 
 def _nvml_available(ctx: SourceContext) -> Optional[str]:
-    from .nvml import NvmlSource
-
     return NvmlSource.probe()
 
 
 def _open_nvml(ctx: SourceContext) -> Any:
-    from .nvml import NvmlSource
-
     return NvmlSource()
 
 
 def _open_host(ctx: SourceContext) -> Any:
-    from .host import HostSource
-
     return HostSource()
 
 
@@ -121,35 +112,35 @@ def _simulated_available(ctx: SourceContext) -> Optional[str]:
 
 
 def _open_simulated(ctx: SourceContext) -> Any:
-    from .simulated import SimulatedSource
+    from .simulated import SimulatedSource  # numpy: only a session on the virtual clock needs it
 
     return SimulatedSource(ctx.clock, ctx.workload, seed=ctx.seed)
 
 
 def _open_none(ctx: SourceContext) -> Any:
-    from .base import NullSource
-
     return NullSource()
 
 
-SOURCES: "Registry[SourceSpec]" = Registry("telemetry source", "--jetson-telemetry")
-SOURCES.register(SourceSpec("jtop", _open_jtop, _jtop_available, auto=10,
-                            description="jetson-stats' jtop service"))
-SOURCES.register(SourceSpec("tegrastats", _open_tegrastats, _tegrastats_available, auto=20,
-                            description="the L4T tegrastats tool"))
-SOURCES.register(SourceSpec("sysfs", _open_sysfs, _sysfs_available, auto=30,
-                            description="INA3221/INA238 rails, devfreq and thermal zones in sysfs"))
-SOURCES.register(SourceSpec("nvml", _open_nvml, _nvml_available, auto=40,
-                            description="NVIDIA's management library (discrete GPUs)"))
-SOURCES.register(SourceSpec("host", _open_host, auto=90,
-                            description="the host's CPU, memory and temperatures (psutil)"))
-SOURCES.register(SourceSpec("simulated", _open_simulated, _simulated_available, simulated=True,
-                            description="the simulated board on the virtual clock"))
+BUILTIN_SOURCES = (
+    SourceSpec("jtop", _open_jtop, _jtop_available, auto=10, description="jetson-stats' jtop service"),
+    SourceSpec("tegrastats", _open_tegrastats, _tegrastats_available, auto=20,
+               description="the L4T tegrastats tool"),
+    SourceSpec("sysfs", _open_sysfs, _sysfs_available, auto=30,
+               description="INA3221/INA238 rails, devfreq and thermal zones in sysfs"),
+    SourceSpec("nvml", _open_nvml, _nvml_available, auto=40,
+               description="NVIDIA's management library (discrete GPUs)"),
+    SourceSpec("host", _open_host, auto=90, description="the host's CPU, memory and temperatures (psutil)"),
+    SourceSpec("simulated", _open_simulated, _simulated_available, simulated=True,
+               description="the simulated board on the virtual clock"),
+)
+
+#: the built-in sources; a session's table extends it with the plugins' rows
+SOURCES: "Registry[SourceSpec]" = Registry("telemetry source", "--jetson-telemetry", BUILTIN_SOURCES)
 
 
-def names() -> list:
-    """What ``--jetson-telemetry`` accepts: auto, every registered source, none."""
-    return ["auto"] + SOURCES.names() + ["none"]
+def names(sources: "Registry[SourceSpec]" = SOURCES) -> List[str]:
+    """What ``--jetson-telemetry`` accepts: auto, every source of the table, none."""
+    return ["auto"] + sources.names() + ["none"]
 
 
 def open_none() -> Any:
