@@ -82,6 +82,31 @@ def test_a_conftest_adds_a_backend_and_a_telemetry_source(host):
     r.assert_outcomes(passed=1)
 
 
+def test_a_sessions_backends_and_sources_stay_in_that_session(host):
+    from pytest_jetson.engines.registry import BACKENDS
+    from pytest_jetson.telemetry.registry import SOURCES
+
+    host.makeconftest(CONFTEST)
+    host.makepyfile(test_suite=SUITE, test_tables='''
+from pytest_jetson.engines.registry import BACKENDS
+from pytest_jetson.plugin import jetson_context
+from pytest_jetson.telemetry.registry import SOURCES
+
+def test_the_session_has_its_own_tables(pytestconfig):
+    ctx = jetson_context(pytestconfig)
+    assert "sleepy" in ctx.backends and "benchpsu" in ctx.sources
+    assert "sleepy" not in BACKENDS and "benchpsu" not in SOURCES
+''')
+    host.runpytest("--jetson-backend", "sleepy", "--jetson-telemetry-interval", "10ms").assert_outcomes(passed=2)
+    # the built-in tables are what the next session (and a script) starts from
+    assert BACKENDS.names() == ["tensorrt", "onnxruntime", "simulated"]
+    assert SOURCES.names() == ["jtop", "tegrastats", "sysfs", "nvml", "host", "simulated"]
+    host.makeconftest("")
+    r = host.runpytest("--jetson-backend", "sleepy")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*'sleepy' is not a known engine backend*Known: tensorrt, onnxruntime, simulated"])
+
+
 def test_an_unknown_backend_lists_the_registered_ones(host):
     host.makeconftest(CONFTEST)
     r = host.runpytest("--jetson-backend", "sleepi")
