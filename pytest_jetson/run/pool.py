@@ -157,15 +157,18 @@ def _measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed
             return MeasuredWindow.around(context.telemetry, what="process_pool")
         from ..telemetry.registry import SOURCES
 
+        sources = getattr(context, "sources", None) or SOURCES
         named = settings.telemetry
-        telemetry = "auto" if named in SOURCES and SOURCES.get(named).simulated else named
+        telemetry = "auto" if named in sources and sources.get(named).simulated else named
         interval: Optional[float] = settings.telemetry_interval
     else:
         interval = None
     if isinstance(telemetry, str) and telemetry != "none":
         from ..telemetry.factory import TelemetryFactory
+        from ..telemetry.registry import SOURCES
 
         telemetry = TelemetryFactory(device, clock, source=telemetry, seed=seed,
+                                     sources=getattr(context, "sources", None) or SOURCES,
                                      **({} if interval is None else {"interval": interval}))
     return MeasuredWindow.around(telemetry, what="process_pool")
 
