@@ -21,11 +21,10 @@ from . import hookspecs
 from .context import Context
 from .devices.registry import get as get_profile
 from .devices.resolve import resolve_device
-from .engines import benchmark_timer, open_engine
+from .engines import open_engine
 from .engines.registry import BACKENDS
 from .errors import BoundError, ConfigError, JetsonError
 from .options import BY_INI, INI_KEYS, OPTIONS, parser_arguments, read
-from .run.pool_spec import is_single
 from .settings import Settings, check_budget
 from .telemetry.registry import SOURCES, SourceContext
 from .telemetry.select import check_name
@@ -306,6 +305,7 @@ def process_pool(request):
     A single model runs in 4 processes unless ``processes=`` says otherwise. Real processes on
     tensorrt/onnxruntime; the simulator's contention model on a simulated device."""
     from .run.pool import run_pool
+    from .run.pool_spec import is_single
 
     context = jetson_context(request.config)
 
@@ -324,6 +324,8 @@ def process_pool(request):
 def _jetson_benchmark_clock(request):
     """``benchmark(engine.infer, batch)`` on a simulated engine times on the virtual clock."""
     if "benchmark" in request.fixturenames:
+        from .engines import benchmark_timer
+
         try:
             benchmark_timer.install(request.getfixturevalue("benchmark"))
         except pytest.FixtureLookupError:
@@ -334,6 +336,8 @@ def _jetson_benchmark_clock(request):
 def pytest_benchmark_update_machine_info(config, machine_info):
     ctx = config.stash.get(CONTEXT_KEY, None)
     if ctx is not None:
+        from .engines import benchmark_timer
+
         machine_info["jetson"] = benchmark_timer.machine_info(ctx)
 
 

@@ -14,6 +14,10 @@ An opener is called with a ``SourceContext`` and returns a ``telemetry.base.Sour
 
 ``SOURCES`` holds the built-in rows and never changes; a session's table (``SOURCES.extended(...)``
 with the plugins' rows) is kept by the session and passed to ``select.open_source``.
+
+Each row's functions import the source's module when the row is used: every session reads this
+table at start-up, most sample one source, and a run without perf tests samples none (the five
+modules cost about 25 ms to import).
 """
 
 from dataclasses import dataclass
@@ -21,11 +25,6 @@ from typing import Any, Callable, List, Optional
 
 from ..registry import Registry
 from .base import NullSource
-from .host import HostSource
-from .jtop import JtopSource
-from .nvml import NvmlSource
-from .sysfs import SysfsSource
-from .tegrastats import TegrastatsSource
 
 
 @dataclass(frozen=True)
@@ -69,38 +68,56 @@ class SourceSpec:
 
 
 def _jtop_available(ctx: SourceContext) -> Optional[str]:
+    from .jtop import JtopSource
+
     return JtopSource.probe()
 
 
 def _open_jtop(ctx: SourceContext) -> Any:
+    from .jtop import JtopSource
+
     return JtopSource()
 
 
 def _tegrastats_available(ctx: SourceContext) -> Optional[str]:
+    from .tegrastats import TegrastatsSource
+
     return TegrastatsSource.probe()
 
 
 def _open_tegrastats(ctx: SourceContext) -> Any:
+    from .tegrastats import TegrastatsSource
+
     return TegrastatsSource()
 
 
 def _sysfs_available(ctx: SourceContext) -> Optional[str]:
+    from .sysfs import SysfsSource
+
     return SysfsSource(root=ctx.root).probe_instance()
 
 
 def _open_sysfs(ctx: SourceContext) -> Any:
+    from .sysfs import SysfsSource
+
     return SysfsSource(root=ctx.root)
 
 
 def _nvml_available(ctx: SourceContext) -> Optional[str]:
+    from .nvml import NvmlSource
+
     return NvmlSource.probe()
 
 
 def _open_nvml(ctx: SourceContext) -> Any:
+    from .nvml import NvmlSource
+
     return NvmlSource()
 
 
 def _open_host(ctx: SourceContext) -> Any:
+    from .host import HostSource
+
     return HostSource()
 
 
