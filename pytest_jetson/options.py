@@ -177,6 +177,7 @@ OPTIONS: Tuple[Option, ...] = (
 INI_KEYS: Tuple[str, ...] = ("jetson_device", "jetson_baselines", "jetson_power_mode", "jetson_seed",
                              "jetson_telemetry", "jetson_budget")
 BY_INI = {o.ini: o for o in OPTIONS if o.ini}
+BY_FIELD = {o.field: o for o in OPTIONS}
 
 #: the settings the JSON report records, in the table's order
 REPORTED_FIELDS: Tuple[str, ...] = tuple(o.field for o in OPTIONS if o.reported)

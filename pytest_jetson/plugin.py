@@ -24,7 +24,7 @@ from .devices.resolve import resolve_device
 from .engines import open_engine
 from .engines.registry import BACKENDS
 from .errors import BoundError, ConfigError, JetsonError
-from .options import BY_INI, INI_KEYS, OPTIONS, parser_arguments, read
+from .options import BY_FIELD, BY_INI, INI_KEYS, OPTIONS, parser_arguments, read
 from .settings import Settings, check_budget
 from .telemetry.registry import SOURCES, SourceContext
 from .telemetry.select import check_name
@@ -64,7 +64,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
             args[i] = "--jetson-update-baselines=all"
     ns = early_config.known_args_namespace
     swallowed = getattr(ns, "jetson_update_baselines", None)
-    if swallowed is not None and swallowed not in ("all", "new", "force") and not any(
+    if swallowed is not None and swallowed not in BY_FIELD["update_baselines"].choices and not any(
             a.startswith("--jetson-update-baselines=") and a != "--jetson-update-baselines=all" for a in args):
         ns.jetson_update_baselines = "all"
         ns.file_or_dir = list(getattr(ns, "file_or_dir", None) or []) + [swallowed]
