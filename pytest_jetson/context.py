@@ -3,7 +3,9 @@ engines built so far and the telemetry factory.
 
 Built once by the plugin (or by a script: ``Context.create(Settings(), device)``) and handed to
 every engine, pool and sampler, so all of them agree on the device and, on a simulated device,
-share one virtual clock and one simulated board whose temperature carries from test to test.
+share one virtual clock and one simulated board whose temperature carries from test to test. It
+carries the session's tables of backends and telemetry sources (the built-in ones plus what
+plugins add) to whoever looks a name up.
 
 Where the numbers come from decides where the baselines live (``baseline_id``): a board or its
 simulation (``baselines/orin-nano-8gb/``), the board with a backend other than its own
@@ -17,8 +19,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from .clock import SimClock, WallClock
 from .devices.device import Device
 from .devices.host import Host
-from .engines.registry import default_backend
+from .engines.registry import BACKENDS, default_backend
+from .registry import Registry
 from .settings import Settings
+from .telemetry.registry import SOURCES, SourceContext
 
 
 @dataclass
@@ -34,6 +38,10 @@ class Context:
     extra_fingerprint: Dict[str, Any] = field(default_factory=dict)
     #: the machine real engines run on when there is no board (None on a board or simulated)
     host: Optional[Host] = None
+    #: the session's engine backends (``engines.registry.Backend`` rows by name)
+    backends: Registry = field(default=BACKENDS, repr=False)
+    #: the session's telemetry sources (``telemetry.registry.SourceSpec`` rows by name)
+    sources: Registry = field(default=SOURCES, repr=False)
     _telemetry: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -44,13 +52,16 @@ class Context:
 
     @classmethod
     def create(cls, settings: Settings, device: Device, backend: Optional[str] = None,
-               extra_fingerprint: Optional[Dict[str, Any]] = None) -> "Context":
-        from .engines.registry import BACKENDS
-
+               extra_fingerprint: Optional[Dict[str, Any]] = None, backends: Optional[Registry] = None,
+               sources: Optional[Registry] = None) -> "Context":
+        """The session of ``settings`` on ``device``; ``backends`` and ``sources``: the session's
+        tables (the built-in ones when not given)."""
+        backends = BACKENDS if backends is None else backends
         name = backend or settings.backend
-        spec = BACKENDS.get(name) if name else default_backend(device)
+        spec = backends.get(name) if name else default_backend(device)
         return cls(settings=settings, device=device, backend_spec=spec,
-                   extra_fingerprint=dict(extra_fingerprint or {}))
+                   extra_fingerprint=dict(extra_fingerprint or {}), backends=backends,
+                   sources=SOURCES if sources is None else sources)
 
     @property
     def backend(self) -> str:
@@ -135,14 +146,14 @@ class Context:
         if self.settings.telemetry == "none":
             return None
         if self._telemetry is None:
-            from .telemetry.factory import TelemetryFactory
+            from .telemetry.factory import TelemetryFactory  # numpy: a session that measures needs it
 
             source = self.settings.telemetry
             if source == "auto" and self.host is not None:
                 source = self._host_source()
             self._telemetry = TelemetryFactory(
                 self.device, self.clock, source=source,
-                interval=self.settings.telemetry_interval, seed=self.seed,
+                interval=self.settings.telemetry_interval, seed=self.seed, sources=self.sources,
             )
         return self._telemetry
 
@@ -151,10 +162,8 @@ class Context:
         when one is available, else the host's own (CPU and memory of the process tree). The
         built-in board and GPU sources would measure something the engines do not use; name one
         with --jetson-telemetry to use it anyway."""
-        from .telemetry.registry import SOURCES, SourceContext
-
         sctx = SourceContext(device=self.device, clock=self.clock, seed=self.seed)
-        added = sorted((s for s in SOURCES if s.auto is not None and not s.simulated
+        added = sorted((s for s in self.sources if s.auto is not None and not s.simulated
                         and s.plugin != "pytest-jetson"), key=lambda s: s.auto)
         for spec in added:
             if spec.available(sctx) is None:

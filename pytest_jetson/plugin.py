@@ -4,88 +4,54 @@ Thin on purpose: it turns options, marks and fixtures into calls on the library 
 their verdicts into test outcomes. Everything it calls is usable without pytest. The session's
 state lives in two objects: the ``Context`` (settings, device, backend, clock, engines, telemetry)
 and the ``PerfSession`` registered below (the gate, the results, the files written at the end).
+The session's tables of backends and telemetry sources (the built-in rows plus the plugins') live
+in ``config.stash`` and travel in the Context.
+
+The gate, the measurements and the reports are imported inside the hooks and fixtures that use
+them: a run without perf tests loads neither them nor numpy.
 """
 
+import dataclasses
 import os
 import sys
 
 import pytest
 
-from .errors import ConfigError
+from . import hookspecs, metrics
+from .context import Context
+from .devices.registry import get as get_profile
+from .devices.resolve import resolve_device
+from .engines import open_engine
+from .engines.registry import BACKENDS
+from .errors import BoundError, ConfigError, JetsonError
+from .options import BY_FIELD, BY_INI, INI_KEYS, OPTIONS, parser_arguments, read
+from .settings import Settings, check_budget
+from .telemetry.registry import SOURCES, SourceContext
+from .telemetry.select import check_name
 
 CONTEXT_KEY = pytest.StashKey()
 BOUNDS_KEY = pytest.StashKey()
 RECORDER_KEY = pytest.StashKey()
 ERROR_KEY = pytest.StashKey()
 BUDGET_KEY = pytest.StashKey()
+#: the session's tables: the built-in rows plus the plugins' (``_register_extensions``)
+BACKENDS_KEY = pytest.StashKey()
+SOURCES_KEY = pytest.StashKey()
+METRICS_KEY = pytest.StashKey()  # names of the plugins' metrics, removed at unconfigure
 SESSION_NAME = "jetson-perf-session"
 
 
 def pytest_addhooks(pluginmanager):
-    from . import hookspecs
-
     pluginmanager.add_hookspecs(hookspecs)
 
 
 # -- options and ini keys --------------------------------------------------------------------------
 def pytest_addoption(parser):
     group = parser.getgroup("jetson", "performance regression testing on NVIDIA Jetson")
-    add = group.addoption
-    add("--jetson-device", dest="jetson_device", default=None, metavar="NAME|auto",
-        help="device to test: a name or alias that 'pytest-jetson devices' lists, or auto (the "
-             "detected board, else a simulated Orin Nano 8GB). Ini: jetson_device.")
-    add("--jetson-simulate", dest="jetson_simulate", action="store_true", default=False,
-        help="simulate the device even on a real Jetson board")
-    add("--jetson-backend", dest="jetson_backend", default=None, metavar="NAME",
-        help="engine backend: tensorrt, onnxruntime (real inference on the host CPU), simulated or "
-             "one a plugin adds (default: tensorrt on a board, simulated elsewhere)")
-    add("--jetson-power-mode", dest="jetson_power_mode", default=None, metavar="MODE",
-        help="nvpmodel power mode by name or id (default: the board's current or the profile's default)")
-    add("--jetson-baselines", dest="jetson_baselines", default=None, metavar="DIR",
-        help="baseline directory (default: baselines). Ini: jetson_baselines.")
-    add("--jetson-update-baselines", dest="jetson_update_baselines", nargs="?", const="all",
-        default=None, metavar="=all|=new|=force",
-        help="(re)record baselines from this run: =all (new entries, and metrics that changed "
-             "significantly; the default), =new (new entries only) or =force (every entry as "
-             "measured now); write the value with '=', a following word is a path")
-    add("--jetson-prune-baselines", dest="jetson_prune_baselines", action="store_true", default=False,
-        help="remove baseline entries that no selected test used")
-    add("--jetson-missing-baseline", dest="jetson_missing_baseline", default=None, choices=("skip", "fail"),
-        help="what a relative bound does without a baseline: skip it (default) or fail (for gates)")
-    add("--jetson-allow-env-mismatch", dest="jetson_allow_env_mismatch", action="store_true", default=False,
-        help="compare against baselines recorded under another power mode, JetPack, TensorRT, ...")
-    add("--jetson-inconclusive", dest="jetson_inconclusive", default=None, choices=("pass", "fail"),
-        help="outcome of a comparison too noisy to decide: pass with a warning (default) or fail")
-    add("--jetson-confidence", dest="jetson_confidence", default=None, type=float, metavar="LEVEL",
-        help="confidence level of the regression test (default 0.99)")
-    add("--jetson-budget", dest="jetson_budget", default=None, metavar="TIMES",
-        help="how long a comparison that cannot decide yet may measure, in times the requested "
-             "duration (default 3; 1 never extends). The perf mark's budget= sets it per test. "
-             "Ini: jetson_budget.")
-    add("--jetson-report-json", dest="jetson_report_json", default=None, metavar="PATH",
-        help="write every measurement, telemetry summary and verdict to PATH as JSON")
-    add("--jetson-report-md", dest="jetson_report_md", default=None, metavar="PATH",
-        help="write a Markdown summary (default: $GITHUB_STEP_SUMMARY when set)")
-    add("--jetson-plots", dest="jetson_plots", default=None, metavar="DIR",
-        help="write PNG plots (telemetry timelines, current vs baseline) to DIR (needs the plots extra)")
-    add("--jetson-seed", dest="jetson_seed", default=None, metavar="N",
-        help="seed of the simulated device's run-to-run noise (default 0)")
-    add("--jetson-duration", dest="jetson_duration", default=None, metavar="DUR",
-        help="override the duration of every perf.measure and process_pool, e.g. 2s")
-    add("--jetson-telemetry", dest="jetson_telemetry", default=None, metavar="SOURCE",
-        help="telemetry source: auto (default: the best available), jtop, tegrastats, sysfs, nvml, "
-             "host, simulated, none, or one a plugin adds")
-    add("--jetson-telemetry-interval", dest="jetson_telemetry_interval", default=None, metavar="DUR",
-        help="telemetry sampling interval (default 100ms, down to 10ms)")
-    add("--jetson-table", dest="jetson_table", default=None, choices=("problems", "all", "none"),
-        help="the perf gate's table: problems (failed, errored, inconclusive bounds; the default), "
-             "all (every bound; also with -v) or none")
-    parser.addini("jetson_device", "device to test (NAME or auto)", default="auto")
-    parser.addini("jetson_baselines", "baseline directory", default="baselines")
-    parser.addini("jetson_power_mode", "power mode to expect/simulate", default="")
-    parser.addini("jetson_seed", "seed of the simulated noise", default="0")
-    parser.addini("jetson_telemetry", "telemetry source", default="auto")
-    parser.addini("jetson_budget", "measurement budget, in requested durations", default="3")
+    for option in OPTIONS:
+        group.addoption(option.flag, **parser_arguments(option))
+    for key in INI_KEYS:
+        parser.addini(key, BY_INI[key].ini_help, default=BY_INI[key].ini_default)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -99,7 +65,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
             args[i] = "--jetson-update-baselines=all"
     ns = early_config.known_args_namespace
     swallowed = getattr(ns, "jetson_update_baselines", None)
-    if swallowed is not None and swallowed not in ("all", "new", "force") and not any(
+    if swallowed is not None and swallowed not in BY_FIELD["update_baselines"].choices and not any(
             a.startswith("--jetson-update-baselines=") and a != "--jetson-update-baselines=all" for a in args):
         ns.jetson_update_baselines = "all"
         ns.file_or_dir = list(getattr(ns, "file_or_dir", None) or []) + [swallowed]
@@ -107,34 +73,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
 # -- configuration, header, device -----------------------------------------------------------------
 def _settings_from_config(config):
-    from .settings import Settings, check_budget, parse_optional_duration, parse_seed
-
-    opt = config.getoption
-    return Settings(
-        device=opt("jetson_device") or config.getini("jetson_device") or "auto",
-        simulate=bool(opt("jetson_simulate")),
-        backend=opt("jetson_backend"),
-        power_mode=opt("jetson_power_mode") or config.getini("jetson_power_mode") or None,
-        baselines=opt("jetson_baselines") or config.getini("jetson_baselines") or "baselines",
-        update_baselines=opt("jetson_update_baselines"),
-        prune_baselines=bool(opt("jetson_prune_baselines")),
-        missing_baseline=opt("jetson_missing_baseline") or "skip",
-        allow_env_mismatch=bool(opt("jetson_allow_env_mismatch")),
-        inconclusive=opt("jetson_inconclusive") or "pass",
-        confidence=opt("jetson_confidence") if opt("jetson_confidence") is not None else 0.99,
-        report_json=opt("jetson_report_json"),
-        report_md=opt("jetson_report_md") or os.environ.get("GITHUB_STEP_SUMMARY") or None,
-        plots=opt("jetson_plots"),
-        seed=parse_seed(opt("jetson_seed") if opt("jetson_seed") is not None else config.getini("jetson_seed"),
-                        "--jetson-seed / ini jetson_seed"),
-        duration=parse_optional_duration(opt("jetson_duration"), "--jetson-duration"),
-        telemetry=opt("jetson_telemetry") or config.getini("jetson_telemetry") or "auto",
-        telemetry_interval=parse_optional_duration(opt("jetson_telemetry_interval"),
-                                                   "--jetson-telemetry-interval") or 0.1,
-        table=opt("jetson_table") or ("all" if (config.getoption("verbose", 0) or 0) > 0 else "problems"),
-        budget=check_budget(opt("jetson_budget") if opt("jetson_budget") is not None
-                            else config.getini("jetson_budget"), "--jetson-budget / ini jetson_budget"),
-    )
+    return Settings(**read(config.getoption, config.getini, config))
 
 
 def _plugin_name(config, impl):
@@ -150,38 +89,41 @@ def _plugin_name(config, impl):
 
 
 def _register_extensions(config):
-    """Backends and telemetry sources from ``pytest_jetson_*`` hooks, each named after the plugin
-    that added it; returns an undo for pytest_unconfigure (the tables outlive one config in-process)."""
-    import dataclasses
-
-    from .engines.registry import BACKENDS
-    from .telemetry.registry import SOURCES
-
-    added = []
-    for hook, table in ((config.hook.pytest_jetson_backends, BACKENDS),
-                        (config.hook.pytest_jetson_telemetry_sources, SOURCES)):
+    """The session's tables of backends and telemetry sources: the built-in rows, then those of
+    the ``pytest_jetson_*`` hooks, each named after the plugin that added it; kept in
+    ``config.stash`` (the built-in tables are never changed, so nothing outlives the session).
+    The plugins' metrics join the metric table until unconfigure."""
+    for key, hook, builtin in ((BACKENDS_KEY, config.hook.pytest_jetson_backends, BACKENDS),
+                               (SOURCES_KEY, config.hook.pytest_jetson_telemetry_sources, SOURCES)):
+        added = []
         for impl in hook.get_hookimpls():
             who = _plugin_name(config, impl)
             items = impl.function(**{a: config for a in impl.argnames if a == "config"}) or []
             for item in items:
                 if dataclasses.is_dataclass(item) and getattr(item, "plugin", "") == "pytest-jetson":
                     item = dataclasses.replace(item, plugin=who)
-                table.register(item)
-                added.append((table, item.name))
+                added.append(item)
+        config.stash[key] = builtin.extended(added)
 
-    def undo():
-        for table, name in added:
-            table.unregister(name)
-    try:
-        from . import metrics
+    # Metrics are read by every formatter through the one module table, so a plugin's rows join
+    # it for the session and leave it at unconfigure (all or none, metrics.register_plugins).
+    rows = ((_plugin_name(config, impl), impl.function(**{a: config for a in impl.argnames if a == "config"}))
+            for impl in config.hook.pytest_jetson_metrics.get_hookimpls())
+    config.stash[METRICS_KEY] = metrics.register_plugins(rows)
 
-        rows = ((_plugin_name(config, impl), impl.function(**{a: config for a in impl.argnames if a == "config"}))
-                for impl in config.hook.pytest_jetson_metrics.get_hookimpls())
-        added += [(metrics, name) for name in metrics.register_plugins(rows)]
-    except ConfigError:
-        undo()
-        raise
-    return undo
+
+def _unregister_metrics(config):
+    for name in config.stash.get(METRICS_KEY, ()):
+        metrics.unregister(name)
+    config.stash[METRICS_KEY] = []
+
+
+def _check_names(config, settings):
+    """The backend and telemetry source named on the command line are rows of the session's
+    tables (a ConfigError lists the known ones otherwise)."""
+    if settings.backend is not None:
+        config.stash[BACKENDS_KEY].get(settings.backend)
+    check_name(settings.telemetry, config.stash[SOURCES_KEY])
 
 
 def _extra_fingerprint(config, device):
@@ -199,15 +141,13 @@ def _extra_fingerprint(config, device):
 def _check_available(ctx):
     """A backend or telemetry source named on the command line that cannot run here is a usage
     error now, not one failure per test."""
-    from .telemetry.registry import SOURCES, SourceContext
-
     s = ctx.settings
     if s.backend:
         why = ctx.backend_spec.available()
         if why:
             raise ConfigError(f"--jetson-backend {s.backend}: {why}")
     if s.telemetry not in ("auto", "none"):
-        why = SOURCES.get(s.telemetry).available(SourceContext(device=ctx.device, clock=ctx.clock, seed=ctx.seed))
+        why = ctx.sources.get(s.telemetry).available(SourceContext(device=ctx.device, clock=ctx.clock, seed=ctx.seed))
         if why:
             raise ConfigError(f"--jetson-telemetry {s.telemetry}: telemetry source {s.telemetry} is not "
                               f"available here: {why}; or use --jetson-telemetry auto")
@@ -227,29 +167,28 @@ def pytest_configure(config):
         "(names or aliases), on devices with a DLA or tensor cores, or in these power modes; "
         "skipped elsewhere.",
     )
-    from .context import Context
-    from .devices.resolve import resolve_device
-
-    undo = None
     try:
-        undo = _register_extensions(config)
+        _register_extensions(config)
         settings = _settings_from_config(config)
-        device = resolve_device(settings)
-        ctx = Context.create(settings, device, extra_fingerprint=_extra_fingerprint(config, device))
+        _check_names(config, settings)
+        device = resolve_device(settings.device, simulate=settings.simulate, power_mode=settings.power_mode)
+        ctx = Context.create(settings, device, extra_fingerprint=_extra_fingerprint(config, device),
+                             backends=config.stash[BACKENDS_KEY], sources=config.stash[SOURCES_KEY])
         _check_available(ctx)
     except ConfigError as exc:
-        if undo is not None:
-            undo()
         raise pytest.UsageError(str(exc)) from None
     config.stash[CONTEXT_KEY] = ctx
-    config.pluginmanager.register(PerfSession(config, ctx, undo), SESSION_NAME)
+    config.pluginmanager.register(PerfSession(config, ctx), SESSION_NAME)
 
 
 def pytest_unconfigure(config):
     session = config.pluginmanager.get_plugin(SESSION_NAME)
-    if session is not None:
-        session.close()
-        config.pluginmanager.unregister(session, SESSION_NAME)
+    try:
+        if session is not None:
+            session.close()
+            config.pluginmanager.unregister(session, SESSION_NAME)
+    finally:
+        _unregister_metrics(config)
 
 
 def jetson_context(config):
@@ -265,12 +204,10 @@ def pytest_report_header(config):
 
 
 def _profiles(names):
-    from .devices.registry import get
-
     wanted = []
     for name in names:
         try:
-            profile = get(name)
+            profile = get_profile(name)
         except ConfigError as exc:
             raise pytest.UsageError(f"@pytest.mark.jetson: {exc}") from None
         if profile.id not in wanted:
@@ -362,8 +299,6 @@ def trt_engine(request):
     """Factory: ``trt_engine(model, precision="fp16", batch=1, dla_core=None, **opts)`` returns an
     engine for a zoo name or an ONNX path, built once per session for the same arguments. The
     backend follows the session (tensorrt on a board, simulated elsewhere, or --jetson-backend)."""
-    from .engines import open_engine
-
     ctx = jetson_context(request.config)
 
     def factory(model, precision="fp16", batch=1, dla_core=None, **opts):
@@ -371,7 +306,7 @@ def trt_engine(request):
                tuple(sorted((k, repr(v)) for k, v in opts.items())))
         return ctx.engine(key, lambda: open_engine(
             model, backend=ctx.backend, device=ctx.device, precision=precision, batch=batch,
-            dla_core=dla_core, clock=ctx.clock, seed=ctx.seed, **opts))
+            dla_core=dla_core, clock=ctx.clock, seed=ctx.seed, backends=ctx.backends, **opts))
 
     return factory
 
@@ -435,8 +370,6 @@ def _mark_owner(node):
 
 
 def _parse_perf_marks(item):
-    from .errors import BoundError
-
     marks = []
     for node, mark in item.iter_markers_with_node("perf"):
         if mark.args:
@@ -448,9 +381,6 @@ def _parse_perf_marks(item):
         if "budget" in kwargs:
             value = kwargs.pop("budget")
             if BUDGET_KEY not in item.stash:  # the nearest mark's
-                from .errors import ConfigError
-                from .settings import check_budget
-
                 try:
                     item.stash[BUDGET_KEY] = check_budget(value, f"perf mark on {_mark_owner(node)}: budget")
                 except ConfigError as exc:
@@ -471,8 +401,6 @@ def pytest_make_collect_report(collector):
     rep = outcome.get_result()
     if rep.outcome != "passed" or not rep.result:
         return
-    from .errors import BoundError
-
     errors = []
     for item in rep.result:
         if not isinstance(item, pytest.Item):
@@ -503,8 +431,6 @@ def _hide_internal_frames(item, call, rep):
     """An error pytest-jetson raised on purpose (a ``JetsonError``: a worker, an engine, a
     telemetry source, a baseline, a usage) is reported with the user's frames only: its message
     says what went wrong and the fix, and the plugin's frames would bury it."""
-    from .errors import JetsonError
-
     excinfo = call.excinfo
     if excinfo is None or not rep.failed or not isinstance(excinfo.value, JetsonError):
         return
@@ -536,10 +462,9 @@ class PerfSession:
     xdist worker, where the test ran), collects every result (on the controller too, from the
     workers' reports), and at session finish writes the baselines and reports, once."""
 
-    def __init__(self, config, ctx, undo=None):
+    def __init__(self, config, ctx):
         self.config = config
         self.ctx = ctx
-        self._undo = undo
         self._gate = None
         self._project = None
         self._keys = {}
@@ -587,11 +512,7 @@ class PerfSession:
         return key
 
     def close(self):
-        try:
-            self.ctx.close()
-        finally:
-            if self._undo is not None:
-                self._undo()
+        self.ctx.close()
 
     # -- the family of comparisons ---------------------------------------------------------------
     def pytest_collection_finish(self, session):

@@ -17,6 +17,7 @@ from .devices.detect import Detection, read_memory_available_bytes, read_text
 from .devices.registry import get
 from .devices.resolve import board_power_mode
 from .errors import ConfigError
+from .telemetry.sysfs import find_board_files, find_zones, read_gpu_load_pct, read_temps
 from .units import format_bytes
 
 OK, FAIL, SKIP, NOTE = "ok", "FAIL", "skip", "note"
@@ -48,8 +49,6 @@ class Check:
 
 def read_gpu_load(root: Path) -> Optional[float]:
     """GPU load in percent (the file holds per mille), None where the board has no such file."""
-    from .telemetry.sysfs import find_board_files, read_gpu_load_pct
-
     return read_gpu_load_pct(find_board_files(Path(root)))
 
 
@@ -214,8 +213,6 @@ def _cpu_idle(root: Path, limit: float) -> Check:
 
 
 def _thermal(root: Path, min_headroom: float) -> Check:
-    from .telemetry.sysfs import find_zones, read_temps
-
     zones = find_zones(root)
     temps = read_temps(zones)
     margins = [(z.trip_c - temps[z.kind], z.kind, temps[z.kind], z.trip_c)

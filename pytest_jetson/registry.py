@@ -1,13 +1,17 @@
-"""A named table of pluggable things (engine backends, telemetry sources), written once.
+"""A named table of pluggable things (engine backends, telemetry sources).
 
 Each entry is a frozen dataclass with at least ``name``, ``open`` (how to make one) and
 ``plugin`` (who registered it). The registry refuses a second entry under a taken name and an
 entry without an opener, naming the plugin that tried, so a conftest that collides with a
 built-in fails at start-up instead of silently replacing it.
+
+The built-in tables are filled once, at import, and never changed after: a session's table is
+``BUILTIN.extended(rows the plugins add)``, a new table that the session keeps (the plugin in
+``config.stash``) and hands to whoever looks a name up.
 """
 
 import difflib
-from typing import Dict, Generic, Iterator, List, TypeVar
+from typing import Dict, Generic, Iterable, Iterator, List, TypeVar
 
 from .errors import ConfigError
 
@@ -15,10 +19,19 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, what: str, option: str) -> None:
+    def __init__(self, what: str, option: str, items: Iterable[T] = ()) -> None:
         self.what = what
         self.option = option
         self._items: Dict[str, T] = {}
+        for item in items:
+            self.register(item)
+
+    def extended(self, items: Iterable[T]) -> "Registry[T]":
+        """A new table: this one's entries, then ``items``; this one stays as it is."""
+        table: Registry[T] = Registry(self.what, self.option, self)
+        for item in items:
+            table.register(item)
+        return table
 
     def register(self, item: T) -> T:
         name = getattr(item, "name", None)
@@ -35,9 +48,6 @@ class Registry(Generic[T]):
                               f"registers one under that name; pick another name")
         self._items[name] = item
         return item
-
-    def unregister(self, name: str) -> None:
-        self._items.pop(name, None)
 
     def get(self, name: str) -> T:
         try:

@@ -1,19 +1,19 @@
 """Settings: every option and ini key of the plugin, read once into one frozen value.
 
-The plugin builds ``Settings`` from pytest's config; scripts build it directly. Validation lives
-here so a bad value is a usage error before any test runs, naming the option and the fix.
+One field per row of ``options.OPTIONS`` (a test keeps them in step). The plugin builds
+``Settings`` from pytest's config; scripts build it directly. Validation lives here so a bad value
+is a usage error before any test runs, naming the option and the fix. Which backends and telemetry
+sources exist is the session's to say (plugins add them), so their names are checked where the
+session's tables are known, not here.
 """
 
 from dataclasses import dataclass
 from typing import Optional
 
 from .errors import ConfigError
-from .units import parse_duration
+from .options import OPTIONS, check_budget, parse_optional_duration, parse_seed
 
-UPDATE_MODES = ("all", "new", "force")
-MISSING_BASELINE = ("skip", "fail")
-INCONCLUSIVE = ("pass", "fail")
-TABLES = ("problems", "all", "none")
+__all__ = ["Settings", "check_budget", "parse_optional_duration", "parse_seed"]
 
 
 @dataclass(frozen=True)
@@ -42,18 +42,10 @@ class Settings:
     budget: float = 3.0
 
     def __post_init__(self) -> None:
-        # Backends and sources come from their registries, which plugins extend at start-up.
-        if self.backend is not None:
-            from .engines.registry import BACKENDS
-
-            BACKENDS.get(self.backend)
-        from .telemetry.select import check_name
-
-        check_name(self.telemetry)
-        _choice("--jetson-update-baselines", self.update_baselines, UPDATE_MODES, allow_none=True)
-        _choice("--jetson-missing-baseline", self.missing_baseline, MISSING_BASELINE)
-        _choice("--jetson-inconclusive", self.inconclusive, INCONCLUSIVE)
-        _choice("--jetson-table", self.table, TABLES)
+        for option in OPTIONS:
+            if option.choices:
+                _choice(option.flag, getattr(self, option.field), option.choices,
+                        allow_none=option.default is None)
         if not 0.5 <= self.confidence < 1:
             raise ConfigError(
                 f"--jetson-confidence: {self.confidence!r} is not a confidence level; use a value "
@@ -74,29 +66,3 @@ def _choice(option: str, value: Optional[str], allowed, allow_none: bool = False
         return
     if value not in allowed:
         raise ConfigError(f"{option}: {value!r} is not one of {', '.join(allowed)}")
-
-
-def check_budget(value: object, what: str) -> float:
-    """A measurement budget: a number of requested durations, at least 1 (1: never extend)."""
-    try:
-        budget = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        budget = float("nan")
-    if not 1.0 <= budget <= 100.0:
-        raise ConfigError(f"{what}: {value!r} is not a measurement budget; give how many times the "
-                          f"requested duration a comparison may measure, from 1 (never extend) "
-                          f"to 100, e.g. 3")
-    return budget
-
-
-def parse_seed(value: object, what: str = "--jetson-seed") -> int:
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise ConfigError(f"{what}: {value!r} is not an integer seed; use e.g. --jetson-seed 0") from None
-
-
-def parse_optional_duration(value: object, what: str) -> Optional[float]:
-    if value in (None, ""):
-        return None
-    return parse_duration(value, what)  # type: ignore[arg-type]

@@ -15,7 +15,6 @@ from pytest_jetson.devices import detect as d
 from pytest_jetson.devices.registry import profiles
 from pytest_jetson.devices.resolve import board_power_mode, resolve_device
 from pytest_jetson.errors import ConfigError
-from pytest_jetson.settings import Settings
 
 
 @pytest.mark.parametrize("name,m", PAIRS, ids=ALL)
@@ -77,7 +76,7 @@ def test_a_module_without_a_profile_is_named_not_mistaken(tmp_path):
     assert found.profile is None and found.module == "Jetson Nano 2GB"
     assert any("has no pytest-jetson profile" in n for n in found.notes)
     with pytest.raises(ConfigError, match=r"looks like a Jetson \(Jetson Nano 2GB\).*--jetson-simulate"):
-        resolve_device(Settings(device="nano"), found)
+        resolve_device("nano", detection=found)
 
 
 def test_an_unknown_part_number_falls_back_to_the_model_string(tmp_path):
@@ -206,7 +205,7 @@ def test_l4t_to_jetpack(l4t, jetpack):
 # -- what the session makes of it -----------------------------------------------------------------
 @pytest.mark.parametrize("name,m", PAIRS, ids=ALL)
 def test_auto_runs_on_the_detected_board_in_its_mode(name, m):
-    device = resolve_device(Settings(device="auto"), d.detect(tree(name)))
+    device = resolve_device("auto", detection=d.detect(tree(name)))
     assert not device.simulated and device.profile.id == m["profile"]
     assert device.power_mode.name == m["power_mode"] and device.jetson_clocks is False
     assert device.jetpack == m["jetpack"]
@@ -215,15 +214,15 @@ def test_auto_runs_on_the_detected_board_in_its_mode(name, m):
 def test_another_board_than_the_one_present_is_a_usage_error():
     found = d.detect(tree("orin-nano-8gb-jp51"))
     with pytest.raises(ConfigError, match=r"asks for Jetson AGX Orin.*this board is Jetson Orin Nano 8GB.*--jetson-simulate"):
-        resolve_device(Settings(device="agx-orin"), found)
-    device = resolve_device(Settings(device="agx-orin", simulate=True), found)
+        resolve_device("agx-orin", detection=found)
+    device = resolve_device("agx-orin", simulate=True, detection=found)
     assert device.simulated and device.profile.family == "agx-orin"
 
 
 def test_expected_power_mode_must_match_the_board():
     found = d.detect(tree("orin-nano-8gb-jp51"))
     with pytest.raises(ConfigError, match=r"runs power mode 15W, not 7W.*sudo nvpmodel -m 1"):
-        resolve_device(Settings(device="auto", power_mode="7W"), found)
+        resolve_device("auto", power_mode="7W", detection=found)
 
 
 def test_a_mode_of_the_profile_the_board_table_lacks_is_refused_by_name():

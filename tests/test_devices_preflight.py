@@ -140,13 +140,12 @@ def test_no_expected_mode_is_reported_not_passed():
 def test_preflight_and_the_plugin_agree_on_valid_modes():
     from pytest_jetson.devices.resolve import resolve_device
     from pytest_jetson.errors import ConfigError
-    from pytest_jetson.settings import Settings
 
     root = tree("orin-nano-8gb-super-jp62")
     for mode in ["15W", "25W", "MAXN_SUPER", "7W", "MAXN", "0", "3"]:
         check = checks(root, power_mode=mode)["power mode"]
         try:
-            resolve_device(Settings(device="auto", power_mode=mode), detect(root))
+            resolve_device("auto", power_mode=mode, detection=detect(root))
             plugin_valid = True
         except ConfigError as exc:
             plugin_valid = "not, " not in str(exc) and "runs power mode" in str(exc)

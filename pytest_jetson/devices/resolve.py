@@ -4,7 +4,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import ConfigError
-from ..settings import Settings
 from .detect import ROOT_ENV, Detection, detect, system_root
 from .device import Device
 from .profile import PowerMode, Profile
@@ -40,30 +39,32 @@ def board_power_mode(profile: Profile, detection: Detection, requested: Any,
     return mode
 
 
-def resolve_device(settings: Settings, detection: Optional[Detection] = None,
-                   root: Optional[Path] = None) -> Device:
-    """``auto``: the detected board, else a simulated Orin Nano 8GB. A name: that board if it is
+def resolve_device(requested: str = "auto", *, simulate: bool = False, power_mode: Optional[str] = None,
+                   detection: Optional[Detection] = None, root: Optional[Path] = None) -> Device:
+    """The device ``requested`` (``--jetson-device``), in ``power_mode`` (``--jetson-power-mode``).
+
+    ``auto``: the detected board, else a simulated Orin Nano 8GB. A name: that board if it is
     the one detected, its simulation on a host, and a usage error on a different real board unless
     ``simulate`` is set (a test suite for one board silently measured on another is worse than
     useless)."""
     if detection is None:
         detection = detect(root if root is not None else system_root())
-    requested = (settings.device or "auto").strip()
+    requested = (requested or "auto").strip()
     board = detection.profile
     if normalise(requested) == "auto":
-        if board is not None and not settings.simulate:
-            return _real(board, detection, settings.power_mode)
+        if board is not None and not simulate:
+            return _real(board, detection, power_mode)
         profile = board if board is not None else get(DEFAULT_SIMULATED)
-        return _simulated(profile, settings.power_mode)
+        return _simulated(profile, power_mode)
     profile = get(requested)
-    if board is None or settings.simulate:
-        if board is None and detection.is_jetson and not settings.simulate:
+    if board is None or simulate:
+        if board is None and detection.is_jetson and not simulate:
             raise ConfigError(
                 f"this machine looks like a Jetson ({detection.name}) but matches no known profile"
                 f"{_why(detection)}; pass --jetson-simulate to simulate {profile.name} here, or add a "
                 "profile for this board (`pytest-jetson devices --detect` shows what was read)"
             )
-        return _simulated(profile, settings.power_mode)
+        return _simulated(profile, power_mode)
     if profile.id != board.id:
         raise ConfigError(
             f"--jetson-device {requested} asks for {profile.name}, but this board is "
@@ -71,7 +72,7 @@ def resolve_device(settings: Settings, detection: Optional[Detection] = None,
             f"--jetson-device {board.id} (or auto), or add --jetson-simulate to simulate "
             f"{profile.name} here."
         )
-    return _real(board, detection, settings.power_mode)
+    return _real(board, detection, power_mode)
 
 
 def _why(detection: Detection) -> str:

@@ -2,11 +2,18 @@
 backends (``registry.BACKENDS``) that dispatch reads.
 
 ``open_engine`` is the one entry point; it imports a backend's module (and its optional
-dependency) only when that backend is asked for. Names are imported on first use, so importing
-this package (the plugin does, for the backend table) loads neither numpy nor any backend.
+dependency) only when that backend is asked for. ``Engine`` and ``TensorSpec`` are imported on
+first use, so importing this package (the plugin does, for the backend table) loads neither numpy
+nor any backend.
 """
 
+import importlib
+import inspect
 from typing import Any, Optional
+
+from ..errors import EngineError
+from ..registry import Registry
+from .registry import BACKENDS, Backend
 
 __all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "open_engine"]
 
@@ -16,23 +23,22 @@ __all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "open_engine"]
 OPTIONS = frozenset({"resolution", "input_shape", "processes", "threads", "workspace", "cache_dir",
                      "io", "cuda_graph", "precision_fallback", "timing_cache"})
 
-_WHERE = {"Engine": "base", "TensorSpec": "base", "BACKENDS": "registry", "Backend": "registry"}
+_WHERE = {"Engine": "base", "TensorSpec": "base"}
 
 
 def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16", batch: int = 1,
-                dla_core: Optional[int] = None, clock: Any = None, seed: int = 0, **options: Any) -> Any:
+                dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
+                backends: "Optional[Registry[Backend]]" = None, **options: Any) -> Any:
     """Build (or load from cache) an engine for ``model`` (a zoo name or an ONNX path) with the
-    backend called ``backend`` (a row of ``registry.BACKENDS``).
+    backend called ``backend``: a row of ``backends``, the session's table (the built-in
+    ``registry.BACKENDS`` when not given).
 
     ``options`` go to the backend's opener: ``resolution`` and ``input_shape`` (all), ``processes``
     (simulated: the contended prediction for one of that many processes), ``threads`` (onnxruntime
     intra-op threads), ``workspace``, ``cache_dir``, ``io``, ``cuda_graph``, ``precision_fallback``
     and ``timing_cache`` (tensorrt). An opener ignores what it does not use.
     """
-    from ..errors import EngineError
-    from .registry import BACKENDS
-
-    spec = BACKENDS.get(backend)
+    spec = (BACKENDS if backends is None else backends).get(backend)
     unknown = sorted(set(options) - _accepted(spec.open))
     if unknown:
         raise EngineError(f"{unknown[0]}={options[unknown[0]]!r} is not an engine option; the "
@@ -45,8 +51,6 @@ def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16
 
 
 def _accepted(opener: Any) -> "frozenset[str]":
-    import inspect
-
     try:
         params = inspect.signature(opener).parameters.values()
     except (TypeError, ValueError):
@@ -56,7 +60,5 @@ def _accepted(opener: Any) -> "frozenset[str]":
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        import importlib
-
         return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,14 +56,14 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from .. import __version__, fileio
 from ..errors import BaselineError
 from ..gate.session import TestResult
+from ..options import REPORTED_FIELDS
 from .counts import TestCounts, from_results
 from .render import message
 
 KIND = "pytest-jetson-report"
 SCHEMA = 1
 
-SETTINGS_FIELDS = ("confidence", "inconclusive", "missing_baseline", "allow_env_mismatch",
-                   "update_baselines", "baselines", "backend", "seed", "duration", "telemetry")
+SETTINGS_FIELDS = REPORTED_FIELDS
 
 
 def _clean(x: Any) -> Any:

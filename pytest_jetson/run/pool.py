@@ -79,14 +79,15 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
         return _run_simulated(specs, dev, window, warm, clock, context, seed, telemetry)
     if spec.pools != "processes":
         raise ConfigError(f"process_pool: the {back} backend runs no pools; use one of "
-                          f"{', '.join(b.name for b in _backends() if b.pools != 'none')}")
+                          f"{', '.join(b.name for b in _backends(context) if b.pools != 'none')}")
     return _run_processes(specs, dev, back, window, warm, limit, seed, context, telemetry)
 
 
-def _backends() -> Any:
+def _backends(context: Any = None) -> Any:
+    """The session's table of backends (plugins' included); the built-in one without a session."""
     from ..engines.registry import BACKENDS
 
-    return BACKENDS
+    return getattr(context, "backends", None) or BACKENDS
 
 
 def _backend(name: Optional[str], context: Any, device: Any) -> Any:
@@ -94,7 +95,7 @@ def _backend(name: Optional[str], context: Any, device: Any) -> Any:
 
     if name:
         try:
-            return _backends().get(name)
+            return _backends(context).get(name)
         except ConfigError as exc:
             raise ConfigError(f"process_pool: {exc}") from None
     if context is not None:
@@ -156,15 +157,18 @@ def _measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed
             return MeasuredWindow.around(context.telemetry, what="process_pool")
         from ..telemetry.registry import SOURCES
 
+        sources = getattr(context, "sources", None) or SOURCES
         named = settings.telemetry
-        telemetry = "auto" if named in SOURCES and SOURCES.get(named).simulated else named
+        telemetry = "auto" if named in sources and sources.get(named).simulated else named
         interval: Optional[float] = settings.telemetry_interval
     else:
         interval = None
     if isinstance(telemetry, str) and telemetry != "none":
         from ..telemetry.factory import TelemetryFactory
+        from ..telemetry.registry import SOURCES
 
         telemetry = TelemetryFactory(device, clock, source=telemetry, seed=seed,
+                                     sources=getattr(context, "sources", None) or SOURCES,
                                      **({} if interval is None else {"interval": interval}))
     return MeasuredWindow.around(telemetry, what="process_pool")
 
@@ -205,7 +209,7 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
                    limit: float, seed: int, context: Any, telemetry: Any) -> PoolMeasurement:
     from .pool_procs import ProcessPool
 
-    row = _backends().get(backend)
+    row = _backends(context).get(backend)
     specs = [_with_defaults(s, row.pool_options) for s in specs]
     opener = _opener_ref(row)
     if opener is not None:

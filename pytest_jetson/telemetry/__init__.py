@@ -8,6 +8,7 @@ session-wide entry point; the session context owns one.
 Names are imported lazily so that importing the plugin stays cheap.
 """
 
+import importlib
 from typing import Any
 
 __all__ = [
@@ -41,8 +42,6 @@ _WHERE = {
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        import importlib
-
         module = importlib.import_module(f".{_WHERE[name]}", __name__)
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

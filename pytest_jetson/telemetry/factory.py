@@ -13,8 +13,9 @@ from one test to the next; it hands out a fresh ``Sampler`` per measured window:
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 from .base import Source
+from .registry import SOURCES
 from .sampler import DEFAULT_INTERVAL, Sampler, _detect_reader, parse_interval
-from .select import is_simulated, open_source
+from .select import Sources, is_simulated, open_source
 
 
 def _device_attr(device: Any, *names: str) -> Any:
@@ -29,9 +30,10 @@ def _device_attr(device: Any, *names: str) -> Any:
 
 
 class TelemetryFactory:
-    """Opens ``source`` ("auto" or a name in ``registry.SOURCES``) lazily, once, for ``device``
-    (detected board or simulated profile; anything with ``simulated``, ``power_mode``) and
-    ``clock`` (a ``SimClock`` for a simulated device)."""
+    """Opens ``source`` ("auto" or a name in ``sources``, the session's table of sources; the
+    built-in ``registry.SOURCES`` by default) lazily, once, for ``device`` (detected board or
+    simulated profile; anything with ``simulated``, ``power_mode``) and ``clock`` (a ``SimClock``
+    for a simulated device)."""
 
     def __init__(
         self,
@@ -42,6 +44,7 @@ class TelemetryFactory:
         seed: int = 0,
         workload: Any = None,
         root: str = "/",
+        sources: Sources = SOURCES,
     ) -> None:
         self.device = device
         self.clock = clock
@@ -50,6 +53,7 @@ class TelemetryFactory:
         self.seed = seed
         self.workload = workload
         self.root = root
+        self.sources = sources
         self._opened: Optional[Tuple[Source, List[Tuple[str, str]]]] = None
 
     @property
@@ -60,7 +64,7 @@ class TelemetryFactory:
         if self._opened is None:
             self._opened = open_source(
                 self.source_name, device=self.device, clock=self.clock, workload=self.workload,
-                root=self.root, seed=self.seed,
+                root=self.root, seed=self.seed, sources=self.sources,
             )
         return self._opened
 

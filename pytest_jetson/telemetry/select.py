@@ -9,10 +9,12 @@ can say why it has none.
 from typing import Any, List, Optional, Tuple
 
 from ..errors import ConfigError, TelemetryError
+from ..registry import Registry
 from .base import Source
-from .registry import SOURCES, SourceContext, open_none
+from .registry import SOURCES, SourceContext, SourceSpec, open_none
 
 Tried = List[Tuple[str, str]]
+Sources = Registry[SourceSpec]
 
 
 def is_simulated(device: Any = None, clock: Any = None) -> bool:
@@ -24,39 +26,43 @@ def is_simulated(device: Any = None, clock: Any = None) -> bool:
     return bool(getattr(device, "simulated", False))
 
 
-def check_name(name: Optional[str]) -> str:
+def check_name(name: Optional[str], sources: Sources = SOURCES) -> str:
+    """``name`` as ``--jetson-telemetry`` takes it: auto, none or a source of ``sources`` (a
+    ConfigError lists them otherwise)."""
     name = (name or "auto").strip().lower()
-    if name not in ("auto", "none") and name not in SOURCES:
-        SOURCES.get(name)  # raises ConfigError with the known names
+    if name not in ("auto", "none") and name not in sources:
+        sources.get(name)  # raises ConfigError with the known names
     return name
 
 
-def unavailable(name: str, ctx: SourceContext) -> Optional[str]:
+def unavailable(name: str, ctx: SourceContext, sources: Sources = SOURCES) -> Optional[str]:
     """Why the named source cannot run here (None when it can)."""
     if name in ("auto", "none"):
         return None
-    return SOURCES.get(name).available(ctx)
+    return sources.get(name).available(ctx)
 
 
 def open_source(name: str = "auto", device: Any = None, clock: Any = None, workload: Any = None,
-                root: str = "/", seed: int = 0) -> Tuple[Source, Tried]:
-    """The source to sample, and ``tried``: (name, reason) for each better source skipped."""
-    name = check_name(name)
+                root: str = "/", seed: int = 0, sources: Sources = SOURCES) -> Tuple[Source, Tried]:
+    """The source to sample from ``sources`` (the session's table; the built-in one by default),
+    and ``tried``: (name, reason) for each better source skipped."""
+    name = check_name(name, sources)
     ctx = SourceContext(device=device, clock=clock, root=root, seed=seed, workload=workload)
     if name == "none":
         return open_none(), []
     if name != "auto":
-        why = SOURCES.get(name).available(ctx)
+        spec = sources.get(name)
+        why = spec.available(ctx)
         if why:
             raise TelemetryError(f"telemetry source {name} is not available here: {why}; or use source 'auto'")
-        return SOURCES.get(name).open(ctx), []
+        return spec.open(ctx), []
     if is_simulated(device, clock):
-        for spec in SOURCES:
+        for spec in sources:
             if spec.simulated and spec.available(ctx) is None:
                 return spec.open(ctx), []
         raise TelemetryError("telemetry: no simulated source is registered for the virtual clock")
     tried: Tried = []
-    ranked = sorted((s for s in SOURCES if s.auto is not None and not s.simulated), key=lambda s: s.auto)
+    ranked = sorted((s for s in sources if s.auto is not None and not s.simulated), key=lambda s: s.auto)
     for spec in ranked:
         why = spec.available(ctx)
         if why is None:
