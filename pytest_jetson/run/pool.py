@@ -175,8 +175,11 @@ def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: fl
     from .pool_procs import worker_seed
     from .pool_sim import SimulatedPlan, simulate_workers
 
-    if clock is None:
-        clock = getattr(context, "clock", None)
+    # the clock the telemetry reads, where the pool announces its load
+    for candidate in (clock, getattr(context, "clock", None), getattr(telemetry, "clock", None)):
+        if candidate is not None:
+            clock = candidate
+            break
     if clock is None or getattr(clock, "kind", None) != "virtual":
         clock = SimClock()
     plan = SimulatedPlan(specs, device)
@@ -186,7 +189,7 @@ def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: fl
     clock.advance(warm)
     t0 = clock.now()
     with measured:
-        measured.load(plan.load(), t0, t0 + window)
+        clock.announce(plan.load(), t0, t0 + window)
         workers = simulate_workers(plan, window=window, t_start=t0, seeds=seeds, environment=env)
         clock.advance(window)
     for w in workers:
