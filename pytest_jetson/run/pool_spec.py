@@ -136,3 +136,25 @@ def worker_specs(workloads: Any, processes: Optional[int] = None,
                 )
         specs.append(WorkerSpec(index=index, model=model, options=merged, engine_factory=factory))
     return specs
+
+
+@dataclass
+class PoolRun:
+    """One pool as its backend's runner receives it (``Backend.pool``): the workers, checked,
+    and the run's settings. A runner returns a ``PoolMeasurement``; ``run.pool`` has the parts
+    the built-in runners share (``measured_window``, ``environment``, ``assemble``).
+
+    ``window`` and ``warmup``: seconds; ``deadline``: the whole run's limit in seconds, engine
+    builds included; ``clock``: the clock the caller asked for (None: the context's);
+    ``context``: the session's Context or None; ``telemetry``: as ``run_pool`` takes it."""
+
+    specs: List[WorkerSpec]
+    device: Any
+    backend: Any
+    window: float
+    warmup: float
+    deadline: float
+    seed: int
+    clock: Any = None
+    context: Any = None
+    telemetry: Any = None
