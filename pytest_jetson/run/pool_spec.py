@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ConfigError
+from ..models.reference import resolve
 
 #: Options the pool itself reads; every other option goes to ``open_engine``.
 DEFAULT_PRECISION = "fp16"
@@ -37,9 +38,8 @@ class WorkerSpec:
 
     @property
     def model_name(self) -> str:
-        """The model as reports print it: a zoo name, or an ONNX file's stem."""
-        base = os.path.basename(self.model)
-        return base[:-5] if base.endswith(".onnx") else base
+        """The model as reports print it: a zoo name, or the file's stem."""
+        return resolve(self.model).name
 
     @property
     def label(self) -> str:
