@@ -154,8 +154,34 @@ def test_an_object_that_is_no_engine_is_refused_with_the_fix():
             return {}
 
     with pytest.raises(EngineError, match="Duck: the harness measures engines, subclasses of "
-                                          "pytest_jetson.engines.Engine"):
+                                          "pytest_jetson.engines.Engine.*has no infer.batch. and clock"):
         measure(Duck(), iterations=5, warmup=0)
+
+
+def test_a_wrapper_forwarding_to_an_engine_is_measured_as_the_engine():
+    """An object that only runs like an engine (here a proxy that doubles every latency) is
+    measured through the contract: its engine's attributes, extras and device time."""
+
+    class Doubled:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def infer(self, batch=None):
+            t0 = self._inner.clock.now()
+            self._inner.infer(batch)
+            self._inner.clock.advance(self._inner.clock.now() - t0)
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    class Noted(DeviceTimedEngine):
+        def measurement_extra(self, batch):
+            return {"io": "mapped"}
+
+    m = measure(Doubled(Noted([0.0])), iterations=10, warmup=0)
+    assert m.latencies == [pytest.approx(0.020)] * 10 and m.device_latencies == [pytest.approx(0.008)] * 10
+    assert (m.name, m.backend, m.model, m.engine_memory) == ("scripted-fp16-b1", "tensorrt", "scripted-model", 123456)
+    assert m.extra["io"] == "mapped"
 
 
 def test_what_the_engine_adds_lands_in_the_measurement_extra():

@@ -224,6 +224,74 @@ class Engine:
         return f"<{type(self).__name__} {self.name}>"
 
 
+class _Adapted(Engine):
+    """The contract over an object that runs like an engine without subclassing ``Engine`` (a
+    wrapper that forwards to one, an engine written before the contract was declared): what it
+    has is used, the base's defaults stand in for what it lacks. Only ``as_engine`` makes one."""
+
+    def __init__(self, obj: Any) -> None:  # no Engine.__init__: the attributes are the object's
+        self.obj = obj
+        self.closed = False
+
+    def _get(self, name: str, default: Any = None) -> Any:
+        value = getattr(self.obj, name, None)
+        return default if value is None else value
+
+    backend = property(lambda self: str(self._get("backend", "")))  # type: ignore[assignment]
+    name = property(lambda self: str(self._get("name", "") or type(self.obj).__name__))  # type: ignore[assignment]
+    model = property(lambda self: self._get("model", ""))  # type: ignore[assignment]
+    precision = property(lambda self: self._get("precision", ""))  # type: ignore[assignment]
+    batch = property(lambda self: self._get("batch", 1))  # type: ignore[assignment]
+    max_batch = property(lambda self: self._get("max_batch", self.batch))  # type: ignore[assignment]
+    memory_bytes = property(lambda self: self._get("memory_bytes"))  # type: ignore[assignment]
+    clock = property(lambda self: self.obj.clock)  # type: ignore[assignment]
+    last_device_time = property(lambda self: self._get("last_device_time"))  # type: ignore[assignment]
+    inputs = property(lambda self: list(self._get("inputs", [])))  # type: ignore[assignment]
+    outputs = property(lambda self: list(self._get("outputs", [])))  # type: ignore[assignment]
+
+    def infer(self, batch: Optional[int] = None) -> Any:
+        return self.obj.infer(batch)
+
+    def timed_run(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
+                  latencies: List[float], ends: List[float], device_times: Optional[List[float]]) -> float:
+        own = self._get("timed_run")
+        if own is None or getattr(own, "__func__", None) is Engine.timed_run:
+            # the default loop, over this object's infer (a wrapper's, not the engine's behind it)
+            return super().timed_run(batch, t_start, until_t, until_n, latencies, ends, device_times)
+        return own(batch, t_start, until_t, until_n, latencies, ends, device_times)
+
+    def measurement_extra(self, batch: int) -> Dict[str, Any]:
+        own = self._get("measurement_extra")
+        if own is None:
+            extra: Dict[str, Any] = {}
+        elif isinstance(getattr(own, "__self__", None), Engine):
+            extra = dict(own(batch))  # forwarded from an Engine: the contract's signature
+        else:
+            extra = dict(own())  # an engine written before the contract: no batch
+        for_batch = self._get("prediction_for")
+        prediction = for_batch(batch) if for_batch is not None else self._get("prediction")
+        if "prediction" not in extra and hasattr(prediction, "to_dict"):
+            extra["prediction"] = prediction.to_dict()
+        return extra
+
+    def check_batch(self, batch: Any) -> int:
+        own = self._get("check_batch")
+        return own(batch) if own is not None else super().check_batch(batch)
+
+
+def as_engine(obj: Any) -> Engine:
+    """``obj`` as an Engine: itself when it is one; adapted when it runs like one (``infer`` and a
+    ``clock``); else an error naming it and the fix."""
+    if isinstance(obj, Engine):
+        return obj
+    if callable(getattr(obj, "infer", None)) and getattr(obj, "clock", None) is not None:
+        return _Adapted(obj)
+    raise EngineError(
+        f"{type(obj).__name__}: the harness measures engines, subclasses of "
+        "pytest_jetson.engines.Engine (open one with trt_engine / open_engine, or subclass Engine "
+        "and implement _infer(batch)); this object has no infer(batch) and clock")
+
+
 def _by_name(inputs: Any, specs: Sequence[TensorSpec], where: str) -> Mapping[str, Any]:
     if isinstance(inputs, Mapping):
         return inputs

@@ -15,9 +15,9 @@ around the same engine.
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..engines.base import Engine
+from ..engines.base import Engine, as_engine
 from ..engines.registry import BACKENDS
-from ..errors import ConfigError, EngineError
+from ..errors import ConfigError
 from ..units import parse_duration
 from .measurement import Measurement
 from .window import MeasuredWindow
@@ -83,15 +83,6 @@ def stable_within(values: List[float], band: float) -> bool:
 def _reports_device_time(engine: Engine) -> bool:
     """Whether each infer call reports the device's own time (the backend's row says)."""
     return engine.backend in BACKENDS and BACKENDS.get(engine.backend).device_time
-
-
-def _check_engine(engine: Any) -> Engine:
-    if not isinstance(engine, Engine):
-        raise EngineError(
-            f"{type(engine).__name__}: the harness measures engines, subclasses of "
-            "pytest_jetson.engines.Engine (open one with trt_engine / open_engine, or subclass "
-            "Engine and implement _infer(batch))")
-    return engine
 
 
 @dataclass
@@ -214,6 +205,9 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
             extend: Optional[Callable[[Measurement, float], Optional[float]]] = None) -> Measurement:
     """Measure ``engine`` and return a Measurement on the engine's clock.
 
+    ``engine``: an ``Engine``; an object that only runs like one (``infer(batch)`` and a
+    ``clock``, such as a wrapper forwarding to an engine) is measured through ``as_engine``.
+
     ``duration`` and ``iterations`` may both be given: the run stops at whichever comes first.
     ``before_window`` is called after the warm-up, right before the timed window (a pool's start
     barrier). ``telemetry``: None or "none" (no sampling), a sampler, or a telemetry factory
@@ -224,7 +218,7 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     more requested durations to measure on, back to back in the same window, or None to stop (the
     gate's sequential comparison, ``gate.extend``). Only a measurement by duration extends.
     """
-    engine = _check_engine(engine)
+    engine = as_engine(engine)
     plan = _plan(engine, duration, iterations, warmup, batch, stability, max_duration, window)
     now = engine.clock.now
 
