@@ -119,3 +119,11 @@ def test_the_pools_kinds_still_name_the_built_in_runners():
     assert Backend("b", open=print, pools="model").pool_runner() is simulated_pool
     assert Backend("c", open=print, pools="none").pool_runner() is None
     assert BACKENDS.get("simulated").pool_runner() is simulated_pool
+
+
+def test_a_runner_that_cannot_be_imported_names_the_plugin_and_the_fix(registered):
+    registered(Backend("lost", open=lambda *a, **k: None, pool="no_such_module:run", plugin="pytest-lost"))
+    with pytest.raises(ConfigError, match="pytest-lost registered the engine backend 'lost' with the pool "
+                                          "runner 'no_such_module:run', which cannot be imported .*; give "
+                                          "pool= a function"):
+        run_pool("resnet50", backend="lost", duration="0.5s", warmup="0s")

@@ -54,8 +54,8 @@ class Backend:
     (``engine.last_device_time``). ``pool``: the pool runner, a callable taking a
     ``run.pool_spec.PoolRun`` or its import path (``"module:function"``); None: ``pools`` says,
     "processes" (real spawned processes; the opener must be importable by reference), "model"
-    (the simulator's contention model) or "none" (no pools). ``pool_deadline_s``: the default time limit of a pool beyond its warm-up
-    and window, engine builds included. ``pool_options``: options every pool worker opens its
+    (the simulator's contention model) or "none" (no pools). ``pool_deadline_s``: the default
+    time limit of a pool beyond its warm-up and window, engine builds included. ``pool_options``: options every pool worker opens its
     engine with unless its workload sets them. ``default_for``: "board" or "host", where it is the
     session's default. ``available()``: None when usable here, else why not and the fix.
     ``title``: its name for people (the run's header); ``version()``: the version of what runs
@@ -88,7 +88,16 @@ class Backend:
     def pool_runner(self) -> Optional[Callable[[Any], Any]]:
         """The function that runs this backend's pools (None: it has none)."""
         ref = self.pool if self.pool is not None else POOL_RUNNERS.get(self.pools)
-        return import_reference(ref) if isinstance(ref, str) else ref
+        if not isinstance(ref, str):
+            return ref
+        try:
+            return import_reference(ref)
+        except (ImportError, AttributeError) as exc:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{self.plugin} registered the engine backend {self.name!r} with the pool "
+                              f"runner {ref!r}, which cannot be imported ({exc}); give pool= a function "
+                              "or the 'module:function' path of one") from None
 
 
 #: The runners the ``pools`` kinds name (a row's ``pool`` wins over its ``pools``).
@@ -212,5 +221,6 @@ def open_by_reference(model: Any, *, opener: str, device: Any = None, seed: int 
                       backend: Optional[str] = None, **options: Any) -> Any:
     """Open an engine in a spawned pool worker through a backend opener's import path
     (``"module:qualname"``): a plugin's backend is registered only in the process that loaded it."""
-    return import_reference(opener)(model, device=device, clock=None, seed=seed, precision=precision, batch=batch,
-              dla_core=dla_core, **options)
+    opened = import_reference(opener)
+    return opened(model, device=device, clock=None, seed=seed, precision=precision, batch=batch,
+                  dla_core=dla_core, **options)
