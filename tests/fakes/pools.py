@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Any, Optional
 
+from pytest_jetson.clock import WallClock
 from pytest_jetson.engines.base import Engine
 from pytest_jetson.errors import ModelError
 from pytest_jetson.run.worker import window_started
@@ -33,17 +34,6 @@ FAULTS = ("raise-on-load", "hang-on-load", "raise", "segfault", "kill", "exit", 
 def worker_index() -> Optional[int]:
     value = os.environ.get(WORKER_ENV)
     return None if value is None else int(value)
-
-
-class _WallClock:
-    """``time.perf_counter`` as an engine clock, without importing the simulator (whose import
-    would count as this engine's load time)."""
-
-    kind = "wall"
-
-    @staticmethod
-    def now() -> float:
-        return time.perf_counter()
 
 
 class FakeEngine(Engine):
@@ -60,7 +50,7 @@ class FakeEngine(Engine):
         self.work = work
         self.fault = fault
         self.fault_after = fault_after
-        self.clock = _WallClock()
+        self.clock = WallClock()
         self.memory_bytes = 1 << 20
         self.calls = 0
 
