@@ -11,7 +11,9 @@ holds what matters for a measurement's quality, per worker and over every round:
 - ``overhead_s``: the call's wall time beyond warm-up plus window.
 """
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +21,10 @@ import pytest
 from pytest_jetson.run.pool import run_pool
 
 pytest.importorskip("pytest_benchmark")
+# the fake engines live in tests/fakes; spawned workers inherit this path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-FAKE = ("fake", {"engine_factory": "pytest_jetson.run.pool_fakes:open_fake", "delay": 0.001})
+FAKE = ("fake", {"engine_factory": "fakes.pools:open_fake", "delay": 0.001})
 WINDOW, WARMUP = 0.2, 0.05
 
 

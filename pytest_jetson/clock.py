@@ -1,9 +1,10 @@
 """A virtual clock: simulated time that advances only when the simulated device does work.
 
 A simulated 10 s measurement advances this clock by 10 s in a few milliseconds of real time.
-Every simulated engine, pool and telemetry source of one run shares one ``SimClock``; the engines
-announce on it what they run and when (``announce``), so a telemetry source on the same clock
-reads the board under whatever load is running, whoever started it (``load_at``).
+Every simulated engine, pool and telemetry source of one run shares one ``SimClock``. It is also
+the one record of what runs when: engines and pools announce on it what they run (``announce``),
+and a telemetry source on the same clock reads the board under whatever load is running,
+whoever started it (``load_at``).
 """
 
 import bisect
@@ -31,8 +32,13 @@ class SimClock:
         end may be moved later by its owner while the stretch continues."""
         rec = [float(start), float(end), load]
         with self._lock:
-            self.loads.append(rec)
-            self._starts.append(rec[0])
+            if self._starts and rec[0] < self._starts[-1]:  # a stretch announced after a later one
+                i = bisect.bisect_right(self._starts, rec[0])
+                self.loads.insert(i, rec)
+                self._starts.insert(i, rec[0])
+            else:
+                self.loads.append(rec)
+                self._starts.append(rec[0])
         return rec
 
     def load_at(self, t: float) -> Optional[Any]:
@@ -43,8 +49,8 @@ class SimClock:
                 return rec[2]
         return None
 
-    def last_load(self) -> Optional[Any]:
-        return self.loads[-1][2] if self.loads else None
+    def first_load(self) -> Optional[Any]:
+        return self.loads[0][2] if self.loads else None
 
     def load_edges(self, a: float, b: float) -> List[float]:
         """Starts and ends of announced stretches strictly between ``a`` and ``b``."""

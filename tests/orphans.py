@@ -14,7 +14,7 @@ from typing import List, Optional
 import psutil
 
 MARKER = "PYTEST_JETSON_ORPHAN_MARK"
-FAKE = "pytest_jetson.run.pool_fakes:open_fake"
+FAKE = "fakes.pools:open_fake"
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -52,7 +52,7 @@ def wait_gone(token: str, timeout: float, exclude: Optional[set] = None) -> List
 
 PARENT = textwrap.dedent("""
     import sys
-    sys.path.insert(0, {root!r})
+    sys.path[:0] = [{root!r}, {tests!r}]
     from pytest_jetson.run.pool import run_pool
     if __name__ == "__main__":
         run_pool(("fake", {options!r}), processes={processes}, backend="onnxruntime",
@@ -66,7 +66,7 @@ def start_parent(tmp: Path, options: dict, processes: int = 2) -> "tuple[subproc
     opts = dict(options)
     opts.setdefault("engine_factory", FAKE)
     script = tmp / f"parent-{token[:8]}.py"
-    script.write_text(PARENT.format(root=str(ROOT), options=opts, processes=processes))
+    script.write_text(PARENT.format(root=str(ROOT), tests=str(ROOT / "tests"), options=opts, processes=processes))
     env = dict(os.environ, **{MARKER: token})
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)

@@ -171,3 +171,43 @@ def test_seed_option_reaches_simulated_engines(host):
     lines = [[ln.split("LAT", 1)[1] for ln in r.outlines if "LAT [" in ln] for r in runs]
     assert lines[0]
     assert lines[0] == lines[1] != lines[2]
+
+
+def test_a_plugin_backend_whose_row_says_device_time_gets_its_device_times_measured(host):
+    """The harness learns that an engine reports the device's own time from the backend's row,
+    the session's table included, not from the built-in table alone."""
+    host.makeconftest(
+        """
+        from pytest_jetson.clock import SimClock
+        from pytest_jetson.engines import Backend
+        from pytest_jetson.engines.base import Engine
+
+
+        class Timed(Engine):
+            backend = "timed"
+
+            def __init__(self, clock):
+                super().__init__()
+                self.name = self.model = "timed"
+                self.precision, self.clock = "fp16", clock
+
+            def _infer(self, batch):
+                self.clock.advance(0.004)
+                self.last_device_time = 0.003
+
+
+        def pytest_jetson_backends(config):
+            return [Backend("timed", open=lambda model, clock=None, **kw: Timed(clock or SimClock()),
+                            clock="virtual", device_time=True, pools="none")]
+        """
+    )
+    host.makepyfile(
+        """
+        def test_timed(trt_engine, perf):
+            m = perf.measure(trt_engine("anything"), iterations=50, warmup=0)
+            print("GPU", m.latency_gpu)
+        """
+    )
+    result = host.runpytest("-s", "--jetson-backend", "timed", "--jetson-telemetry", "none")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*GPU 0.003*"])

@@ -572,3 +572,29 @@ def test_real_pycuda_buffers_stream_events(monkeypatch, onnx_file, tmp_path, io)
     again.close()
     print(f"\nGPU {cuda.Device(0).name()} io={io}: latency {m.latency_mean * 1e6:.1f} us, GPU compute "
           f"{m.latency_gpu * 1e6:.1f} us, {m.throughput:.0f} items/s, graphs: {m.extra['cuda_graph']}")
+
+
+# -- the caller's inputs -------------------------------------------------------------------------
+@pytest.mark.parametrize("version", ["8.2.1", "10.3.0"])
+@pytest.mark.parametrize("io, integrated", [(None, 1), (None, 0), ("host", 1)])  # mapped, device, host
+def test_the_callers_inputs_go_through_every_io_mode(monkeypatch, onnx_file, tmp_path, version, io,
+                                                     integrated):
+    fake_tensorrt.install(monkeypatch, version=version)
+    monkeypatch.setattr(fake_pycuda.Device, "INTEGRATED", integrated)
+    engine = _open(onnx_file, tmp_path, batch=4, io=io)
+    assert [(s.name, s.shape, s.dtype) for s in engine.input_specs] == [("x", (4, 8), np.float32)]
+    assert [(s.name, s.shape) for s in engine.output_specs] == [("y", (4, 8))]
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    out = engine(x)["y"]
+    # the fake's kernel writes each row's input mean: the outputs are of these inputs
+    np.testing.assert_allclose(out[:, 0], x.mean(axis=1), rtol=1e-6)
+    small = engine({"x": x[:2] * 2})["y"]  # a smaller batch within the profile
+    np.testing.assert_allclose(small[:, 0], 2 * x[:2].mean(axis=1), rtol=1e-6)
+    assert engine.last_device_time is not None and engine.last_device_time > 0
+    with pytest.raises(EngineError, match=r"input 'x' has shape \(4, 3\); the engine takes \(batch, 8\)"):
+        engine(np.zeros((4, 3), np.float32))
+    with pytest.raises(EngineError, match="batch 5 is larger than the engine's profile allows"):
+        engine(np.zeros((5, 8), np.float32))
+    engine.close()
+    with pytest.raises(EngineError, match="called on a closed engine"):
+        engine(x)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pytest_jetson.clock import SimClock
 from pytest_jetson.context import Context
 from pytest_jetson.devices.device import simulated
+from pytest_jetson.engines.base import Engine
 from pytest_jetson.errors import ConfigError, EngineError
 from pytest_jetson.run.harness import measure, stable_within
 from pytest_jetson.run.measurement import Measurement
@@ -18,17 +19,16 @@ from pytest_jetson.run.recorder import Recorder
 from pytest_jetson.settings import Settings
 
 
-class ScriptedEngine:
+class ScriptedEngine(Engine):
     """An engine on a virtual clock whose per-iteration latencies follow a script: it lets the
     tests know exactly what the harness should report."""
 
     backend = "scripted"
-    precision = "fp16"
-    model = "scripted-model"
-    prediction = None
-    last_device_time = None
 
     def __init__(self, latencies, batch=1, clock=None, name="scripted-fp16-b1"):
+        super().__init__()
+        self.precision = "fp16"
+        self.model = "scripted-model"
         self.name = name
         self.batch = self.max_batch = batch
         self.clock = clock or SimClock()
@@ -146,6 +146,52 @@ def test_a_clock_that_never_moves_is_reported_not_looped_on():
     engine = ScriptedEngine([0.0], name="frozen")
     with pytest.raises(EngineError, match="frozen.*clock did not move"):
         measure(engine, duration="1s", warmup=0)
+
+
+def test_an_object_that_is_no_engine_is_refused_with_the_fix():
+    class Duck:
+        def infer(self, batch=None):
+            return {}
+
+    with pytest.raises(EngineError, match="Duck: the harness measures engines, subclasses of "
+                                          "pytest_jetson.engines.Engine.*has no infer.batch. and clock"):
+        measure(Duck(), iterations=5, warmup=0)
+
+
+def test_a_wrapper_forwarding_to_an_engine_is_measured_as_the_engine():
+    """An object that only runs like an engine (here a proxy that doubles every latency) is
+    measured through the contract: its engine's attributes, extras and device time."""
+
+    class Doubled:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def infer(self, batch=None):
+            t0 = self._inner.clock.now()
+            self._inner.infer(batch)
+            self._inner.clock.advance(self._inner.clock.now() - t0)
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    class Noted(DeviceTimedEngine):
+        def measurement_extra(self, batch):
+            return {"io": "mapped"}
+
+    m = measure(Doubled(Noted([0.0])), iterations=10, warmup=0)
+    assert m.latencies == [pytest.approx(0.020)] * 10 and m.device_latencies == [pytest.approx(0.008)] * 10
+    assert (m.name, m.backend, m.model, m.engine_memory) == ("scripted-fp16-b1", "tensorrt", "scripted-model", 123456)
+    assert m.extra["io"] == "mapped"
+
+
+def test_what_the_engine_adds_lands_in_the_measurement_extra():
+    class Noted(ScriptedEngine):
+        def measurement_extra(self, batch):
+            return {"io": "mapped", "batch_seen": batch}
+
+    m = measure(Noted([0.01], batch=2), iterations=5, warmup=0)
+    assert (m.extra["io"], m.extra["batch_seen"], m.extra["mode"]) == ("mapped", 2, "iterations")
+    assert "prediction" not in measure(ScriptedEngine([0.01]), iterations=5, warmup=0).extra
 
 
 def test_device_time_separates_host_overhead():

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from pytest_jetson.engines.base import Engine
 from pytest_jetson.run.pool import run_pool
 
 pytestmark = pytest.mark.gpu
@@ -30,7 +31,7 @@ class _Wall:
         return time.perf_counter()
 
 
-class TorchEngine:
+class TorchEngine(Engine):
     """One "inference": ``depth`` fp16 matmuls of ``size`` x ``size`` on the GPU, synchronised."""
 
     backend = "torch-cuda"
@@ -38,18 +39,17 @@ class TorchEngine:
     def __init__(self, size, depth):
         import torch
 
+        super().__init__()
         self.name = f"matmul{size}x{depth}"
         self.model, self.precision, self.batch = "matmul", "fp16", 1
         self.clock = _Wall()
-        self.prediction = None
-        self.last_device_time = None
         self.x = torch.randn(size, size, device="cuda", dtype=torch.float16)
         self.w = torch.randn(size, size, device="cuda", dtype=torch.float16) / size ** 0.5
         self.depth = depth
         torch.cuda.synchronize()
         self.memory_bytes = int(torch.cuda.memory_allocated())
 
-    def infer(self, batch=None):
+    def _infer(self, batch):
         import torch
 
         y = self.x
@@ -57,9 +57,6 @@ class TorchEngine:
             y = y @ self.w
         torch.cuda.synchronize()
         return y
-
-    def close(self):
-        pass
 
 
 def open_torch_engine(model, *, backend=None, device=None, seed=0, processes=1, size=4096, depth=8, **_):

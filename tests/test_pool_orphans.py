@@ -20,7 +20,7 @@ from pytest_jetson.run.pool import run_pool
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 
-FAKE = "pytest_jetson.run.pool_fakes:open_fake"
+FAKE = "fakes.pools:open_fake"
 QUICK = dict(backend="onnxruntime", duration="0.3s", warmup="0.05s")
 
 

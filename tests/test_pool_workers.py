@@ -1,5 +1,5 @@
 """Real pools: spawned workers that behave, raise, crash, hang, or are interrupted, and nothing
-left running afterwards. The misbehaving engines are ``pytest_jetson.run.pool_fakes``."""
+left running afterwards. The misbehaving engines are ``fakes.pools`` (tests/fakes/pools.py)."""
 
 import os
 import signal
@@ -15,7 +15,8 @@ import pytest
 from pytest_jetson.errors import WorkerError
 from pytest_jetson.run.pool import run_pool
 
-FAKE = "pytest_jetson.run.pool_fakes:open_fake"
+FAKE = "fakes.pools:open_fake"
+TESTS = os.path.dirname(os.path.abspath(__file__))  # where ``fakes`` is, for a script's workers
 QUICK = dict(backend="onnxruntime", duration="0.3s", warmup="0.05s")
 
 
@@ -157,7 +158,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {os.getcwd()!r})
+        sys.path[:0] = [{os.getcwd()!r}, {TESTS!r}]
         from pytest_jetson.run.pool import run_pool
         if __name__ == "__main__":
             run_pool(("fake", {{"engine_factory": {FAKE!r}}}), processes=2, backend="onnxruntime",
@@ -216,7 +217,7 @@ def test_worker_that_dies_before_its_code_runs(no_orphans, monkeypatch):
     unpickle its workload and dies before ``worker.main``; the error says where to look."""
     import types
 
-    from pytest_jetson.run import pool_fakes
+    from fakes import pools as pool_fakes
 
     mod = types.ModuleType("pool_only_in_the_parent")
     monkeypatch.setitem(sys.modules, "pool_only_in_the_parent", mod)

@@ -160,3 +160,18 @@ def test_the_telemetry_fixture_around_plain_infer_calls_shows_the_load(pytester)
     )
     result = pytester.runpytest("--jetson-device", "orin-nano", "-p", "no:cacheprovider", "-s")
     result.assert_outcomes(passed=1)
+
+
+def test_loads_are_read_from_the_clock_wherever_they_were_announced_from():
+    """One record of what runs: a load handed to the source and one an engine or pool announces
+    land on the same clock, in time order even when announced out of it."""
+    clock = SimClock()
+    src = SimulatedSource(clock, seed=0)
+    early, late = workload(power=10.0), workload(power=20.0)
+    clock.advance(10.0)
+    src.set_load(late, 6.0, 8.0)
+    clock.announce(early, 2.0, 4.0)  # what an engine that ran earlier would have said
+    assert [rec[2] for rec in clock.loads] == [early, late]
+    power = {r.t: r.board_power_w for r in src.generate(0.0, 10.0, 1.0)}
+    assert power[3.0] == pytest.approx(10.0, rel=0.05) and power[7.0] == pytest.approx(20.0, rel=0.05)
+    assert power[5.0] == pytest.approx(4.0, rel=0.05)  # idle between them, at the idle power

@@ -46,8 +46,11 @@ def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16
     why = spec.available()
     if why:
         raise EngineError(why)
-    return spec.open(model, device=device, clock=clock, seed=seed, precision=precision, batch=batch,
-                     dla_core=dla_core, **options)
+    engine = spec.open(model, device=device, clock=clock, seed=seed, precision=precision, batch=batch,
+                       dla_core=dla_core, **options)
+    if spec.device_time:
+        engine.reports_device_time = True
+    return engine
 
 
 def _accepted(opener: Any) -> "frozenset[str]":

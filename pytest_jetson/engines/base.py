@@ -1,24 +1,43 @@
-"""The Engine protocol every backend implements, and what backends share: model resolution and
+"""The Engine contract every backend implements, and what backends share: model resolution and
 input/output specs read from the ONNX graph.
 
-An engine is built once, then ``infer(batch)`` runs one batch on inputs made when it was opened
-and returns the outputs. Timing is the harness's job; an engine only says which clock its time
-is on (``clock.kind``: ``"virtual"``, ``"wall"`` or ``"cuda"``) and, where the backend can tell,
-the device time of the last call (``last_device_time``).
+An engine is built once when it is opened. The harness then calls, and a backend overrides where
+its default does not fit (as Polygraphy's ``BaseRunner`` is subclassed):
+
+* ``infer(batch)``: one batch on inputs made when the engine was opened (``_infer`` does the work);
+* ``timed_run(...)``: the timed loop (the default runs ``infer`` back to back on ``clock``);
+* ``check_batch(batch)``: whether the engine's profile takes ``batch``;
+* ``measurement_extra(batch)``: what a Measurement carries beyond its samples (default none);
+* ``memory_bytes``, ``last_device_time``: what the engine holds, and the device time of the
+  last call where the backend can tell (both None by default);
+* ``engine(inputs)`` (``__call__``, ``_run`` does the work): one batch on the caller's inputs,
+  returning the outputs by name; ``input_specs`` / ``output_specs``: their names, shapes, dtypes.
+
+Timing is the harness's job; an engine only says which clock its time is on (``clock.kind``:
+``"virtual"``, ``"wall"`` or ``"cuda"``).
 """
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import EngineError, ModelError
+from ..models.reference import Model, resolve
 
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 
-ModelRef = Union[str, "os.PathLike[str]"]
+ModelRef = Model
+
+#: Iterations after which a clock that has not moved is reported instead of looped on forever.
+STALL_ITERATIONS = 10000
+
+Outputs = Dict[str, np.ndarray]
+
+
+class Unsupported(EngineError, NotImplementedError):
+    """A part of the contract the backend does not implement (the message says which and why)."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +60,13 @@ class TensorSpec:
 
 class Engine:
     """Base of every backend. Subclasses set the attributes in ``__init__`` and implement
-    ``_infer(batch)``; the base checks the batch against the engine's profile."""
+    ``_infer(batch)`` (and ``_run(feeds, batch)`` to run on the caller's inputs); the base checks
+    batches and inputs against the engine's profile and specs."""
 
     backend = "engine"
+    #: Whether each ``infer`` sets ``last_device_time`` (the device's own time of the call): the
+    #: backend row's ``device_time``, set by ``open_engine``, so a plugin's backend can say it.
+    reports_device_time = False
 
     def __init__(self) -> None:
         self.name: str = ""
@@ -53,13 +76,14 @@ class Engine:
         self.max_batch: int = 1
         self.inputs: List[TensorSpec] = []
         self.outputs: List[TensorSpec] = []
+        #: Bytes the engine holds (weights, activations, I/O buffers); None where unknown.
         self.memory_bytes: Optional[int] = None
         self.clock: Any = None
-        self.prediction: Any = None
+        #: The device's own time of the last ``infer`` call (backends whose row says device_time).
         self.last_device_time: Optional[float] = None
         self.closed = False
 
-    # -- the protocol -------------------------------------------------------------------------
+    # -- running on pre-made inputs (what the harness times) ------------------------------------
     def infer(self, batch: Optional[int] = None) -> Any:
         """Run one batch (default: the engine's batch) on the pre-made inputs; return outputs."""
         b = self.batch if batch is None else batch
@@ -68,8 +92,109 @@ class Engine:
         return self._infer(b)
 
     def _infer(self, batch: int) -> Any:
-        raise NotImplementedError
+        raise Unsupported(f"{self.name or type(self).__name__}: {type(self).__name__} does not "
+                          "implement _infer(batch), which every engine must")
 
+    def timed_run(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
+                  latencies: List[float], ends: List[float], device_times: Optional[List[float]]) -> float:
+        """Run back to back from ``t_start`` (on ``clock``) until the clock passes ``until_t`` or
+        ``until_n`` more iterations ran; append each iteration's latency, end time and (when
+        ``device_times`` is a list) ``last_device_time``. Returns the last end time.
+
+        The clock is read once per iteration (each starts where the previous ended), so a
+        latency is everything the caller pays for it. A backend that keeps inferences in flight
+        (TensorRT) runs its own loop with the same lists and return value."""
+        infer, now = self.infer, self.clock.now
+        prev = t_start
+        n = 0
+        # a nanosecond of slack: ten virtual 10 ms steps add up to 0.0999..., not 0.1
+        limit_t = float("inf") if until_t is None else until_t - 1e-9
+        limit_n = -1 if until_n is None else until_n
+        append_lat, append_end = latencies.append, ends.append
+        append_dev: Optional[Callable[[Any], None]] = None if device_times is None else device_times.append
+        while n != limit_n and prev < limit_t:
+            infer(batch)
+            t = now()
+            append_lat(t - prev)
+            append_end(t)
+            if append_dev is not None:
+                append_dev(self.last_device_time)
+            prev = t
+            n += 1
+            if n == STALL_ITERATIONS and t == t_start:
+                raise EngineError(
+                    f"{self.name or type(self).__name__}: its clock did not move in {STALL_ITERATIONS} "
+                    "iterations; a simulated engine must advance its virtual clock (SimClock.advance) "
+                    "in infer()")
+        return prev
+
+    def measurement_extra(self, batch: int) -> Dict[str, Any]:
+        """What a Measurement of this engine at ``batch`` carries beyond its samples
+        (``Measurement.extra``: I/O mode, build time, placement, the simulator's prediction)."""
+        return {}
+
+    # -- running on the caller's inputs ---------------------------------------------------------
+    @property
+    def input_specs(self) -> List[TensorSpec]:
+        """The inputs ``engine(inputs)`` takes, at the engine's batch."""
+        if not self.inputs:
+            raise Unsupported(f"{self.name or type(self).__name__}: the {self.backend} backend does "
+                              "not say what inputs it takes (it sets no input specs)")
+        return list(self.inputs)
+
+    @property
+    def output_specs(self) -> List[TensorSpec]:
+        """The outputs ``engine(inputs)`` returns, at the engine's batch."""
+        if not self.outputs:
+            raise Unsupported(f"{self.name or type(self).__name__}: the {self.backend} backend does "
+                              "not say what outputs it returns (it sets no output specs)")
+        return list(self.outputs)
+
+    def __call__(self, inputs: Any) -> Outputs:
+        """One batch on the caller's ``inputs`` (an array for a one-input engine, a sequence in
+        ``input_specs`` order, or a mapping by name); the outputs by name. The batch is the
+        inputs' first dimension; shapes and dtypes must match ``input_specs``."""
+        if self.closed:
+            raise EngineError(f"{self.name}: called on a closed engine")
+        feeds, batch = self._feeds(inputs)
+        return self._run(feeds, batch)
+
+    def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Outputs:
+        raise Unsupported(f"{self.name or type(self).__name__}: the {self.backend} backend runs only "
+                          "on the inputs it makes itself (engine.infer()), not on the caller's")
+
+    def _feeds(self, inputs: Any) -> Tuple[Dict[str, np.ndarray], int]:
+        specs = self.input_specs
+        named = _by_name(inputs, specs, self.name)
+        batches = set()
+        feeds = {}
+        for spec in specs:
+            if spec.name not in named:
+                raise EngineError(f"{self.name}: input {spec.name!r} is missing; the inputs are "
+                                  f"{', '.join(s.name for s in specs)}")
+            arr = np.asarray(named[spec.name])
+            want = spec.shape[1:]
+            if arr.ndim != len(spec.shape) or tuple(arr.shape[1:]) != tuple(want):
+                raise EngineError(f"{self.name}: input {spec.name!r} has shape {tuple(arr.shape)}; "
+                                  f"the engine takes (batch, {', '.join(map(str, want))})")
+            if arr.dtype != np.dtype(spec.dtype):
+                raise EngineError(f"{self.name}: input {spec.name!r} is {arr.dtype}; the engine takes "
+                                  f"{np.dtype(spec.dtype)} (convert with .astype)")
+            batches.add(int(arr.shape[0]) if arr.ndim else 1)
+            feeds[spec.name] = np.ascontiguousarray(arr)
+        extra = sorted(set(named) - {s.name for s in specs})
+        if extra:
+            raise EngineError(f"{self.name}: the engine has no input {extra[0]!r}; the inputs are "
+                              f"{', '.join(s.name for s in specs)}")
+        if len(batches) > 1:
+            raise EngineError(f"{self.name}: the inputs disagree on the batch ({sorted(batches)}); "
+                              "give every input the same first dimension")
+        batch = batches.pop() if batches else self.batch
+        if batch != self.batch:
+            batch = self.check_batch(batch)
+        return feeds, batch
+
+    # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
         self.closed = True
 
@@ -102,6 +227,89 @@ class Engine:
         return f"<{type(self).__name__} {self.name}>"
 
 
+class _Adapted(Engine):
+    """The contract over an object that runs like an engine without subclassing ``Engine`` (a
+    wrapper that forwards to one, an engine written before the contract was declared): what it
+    has is used, the base's defaults stand in for what it lacks. Only ``as_engine`` makes one."""
+
+    def __init__(self, obj: Any) -> None:  # no Engine.__init__: the attributes are the object's
+        self.obj = obj
+        self.closed = False
+
+    def _get(self, name: str, default: Any = None) -> Any:
+        value = getattr(self.obj, name, None)
+        return default if value is None else value
+
+    backend = property(lambda self: str(self._get("backend", "")))  # type: ignore[assignment]
+    name = property(lambda self: str(self._get("name", "") or type(self.obj).__name__))  # type: ignore[assignment]
+    model = property(lambda self: self._get("model", ""))  # type: ignore[assignment]
+    precision = property(lambda self: self._get("precision", ""))  # type: ignore[assignment]
+    batch = property(lambda self: self._get("batch", 1))  # type: ignore[assignment]
+    max_batch = property(lambda self: self._get("max_batch", self.batch))  # type: ignore[assignment]
+    memory_bytes = property(lambda self: self._get("memory_bytes"))  # type: ignore[assignment]
+    clock = property(lambda self: self.obj.clock)  # type: ignore[assignment]
+    last_device_time = property(lambda self: self._get("last_device_time"))  # type: ignore[assignment]
+    reports_device_time = property(lambda self: bool(self._get("reports_device_time", False)))  # type: ignore[assignment]
+    inputs = property(lambda self: list(self._get("inputs", [])))  # type: ignore[assignment]
+    outputs = property(lambda self: list(self._get("outputs", [])))  # type: ignore[assignment]
+
+    def infer(self, batch: Optional[int] = None) -> Any:
+        return self.obj.infer(batch)
+
+    def timed_run(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
+                  latencies: List[float], ends: List[float], device_times: Optional[List[float]]) -> float:
+        own = self._get("timed_run")
+        if own is None or getattr(own, "__func__", None) is Engine.timed_run:
+            # the default loop, over this object's infer (a wrapper's, not the engine's behind it)
+            return super().timed_run(batch, t_start, until_t, until_n, latencies, ends, device_times)
+        return own(batch, t_start, until_t, until_n, latencies, ends, device_times)
+
+    def measurement_extra(self, batch: int) -> Dict[str, Any]:
+        own = self._get("measurement_extra")
+        if own is None:
+            extra: Dict[str, Any] = {}
+        elif isinstance(getattr(own, "__self__", None), Engine):
+            extra = dict(own(batch))  # forwarded from an Engine: the contract's signature
+        else:
+            extra = dict(own())  # an engine written before the contract: no batch
+        for_batch = self._get("prediction_for")
+        prediction = for_batch(batch) if for_batch is not None else self._get("prediction")
+        if "prediction" not in extra and hasattr(prediction, "to_dict"):
+            extra["prediction"] = prediction.to_dict()
+        return extra
+
+    def check_batch(self, batch: Any) -> int:
+        own = self._get("check_batch")
+        return own(batch) if own is not None else super().check_batch(batch)
+
+
+def as_engine(obj: Any) -> Engine:
+    """``obj`` as an Engine: itself when it is one; adapted when it runs like one (``infer`` and a
+    ``clock``); else an error naming it and the fix."""
+    if isinstance(obj, Engine):
+        return obj
+    if callable(getattr(obj, "infer", None)) and getattr(obj, "clock", None) is not None:
+        return _Adapted(obj)
+    raise EngineError(
+        f"{type(obj).__name__}: the harness measures engines, subclasses of "
+        "pytest_jetson.engines.Engine (open one with trt_engine / open_engine, or subclass Engine "
+        "and implement _infer(batch)); this object has no infer(batch) and clock")
+
+
+def _by_name(inputs: Any, specs: Sequence[TensorSpec], where: str) -> Mapping[str, Any]:
+    if isinstance(inputs, Mapping):
+        return inputs
+    if isinstance(inputs, np.ndarray) or not isinstance(inputs, (list, tuple)):
+        if len(specs) != 1:
+            raise EngineError(f"{where}: the engine takes {len(specs)} inputs "
+                              f"({', '.join(s.name for s in specs)}); pass them as a dict by name")
+        return {specs[0].name: inputs}
+    if len(inputs) != len(specs):
+        raise EngineError(f"{where}: {len(inputs)} inputs given, the engine takes {len(specs)} "
+                          f"({', '.join(s.name for s in specs)})")
+    return {s.name: x for s, x in zip(specs, inputs)}
+
+
 def engine_name(model: str, precision: str, batch: int, dla_core: Optional[int] = None) -> str:
     dla = f"-dla{dla_core}" if dla_core is not None else ""
     return f"{model}-{precision}-b{batch}{dla}"
@@ -121,16 +329,13 @@ def check_open_batch(batch: Any, where: str) -> int:
 
 
 def is_path(model: ModelRef) -> bool:
-    """An ONNX path rather than a zoo name: a PathLike, or a string that looks like a file."""
-    if isinstance(model, os.PathLike):
-        return True
-    s = str(model)
-    return s.endswith(".onnx") or os.sep in s or "/" in s
+    """A file (ONNX or plan) rather than a zoo name (see ``models.reference``)."""
+    return resolve(model).is_file
 
 
 def model_label(model: ModelRef) -> str:
-    """The short name measurements carry: the zoo name, or the ONNX file's stem."""
-    return Path(model).stem if is_path(model) else str(model)
+    """The short name measurements carry: the zoo name, or the file's stem."""
+    return resolve(model).name
 
 
 def check_onnx_path(model: ModelRef, where: str) -> Path:
@@ -147,12 +352,13 @@ def resolve_onnx(model: ModelRef, where: str, batch: Optional[int] = None,
                  resolution: Any = None) -> Path:
     """The ONNX file behind a model reference: the path as given, or the zoo's cached file
     (dynamic batch unless ``batch`` is given)."""
-    if is_path(model):
+    ref = resolve(model)
+    if ref.is_file:
         return check_onnx_path(model, where)
     from ..models import zoo
 
     try:
-        return Path(zoo.path(str(model), batch=batch, resolution=resolution))
+        return Path(zoo.path(ref.name, batch=batch, resolution=resolution))
     except (KeyError, ValueError) as exc:
         raise ModelError(f"{where}: unknown model {model!r} ({exc}); pass a zoo name or an .onnx path") from None
 

@@ -12,14 +12,13 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from ..errors import EngineError, ModelError
+from ..models.reference import resolve
 from .base import (
     Engine,
     check_open_batch,
     check_precision,
     engine_name,
-    is_path,
     make_inputs,
-    model_label,
     read_onnx_io,
     resolve_onnx,
 )
@@ -56,11 +55,12 @@ class OnnxRuntimeEngine(Engine):
         super().__init__()
         from ..clock import WallClock
 
-        label = model_label(model)
+        ref = resolve(model)
+        label = ref.name
         where = f"onnxruntime engine {label!r}"
         self.precision = check_precision(precision, where)
         self.batch = self.max_batch = check_open_batch(batch, where)
-        self.model = str(model) if is_path(model) else label
+        self.model = ref.display
         self.name = engine_name(label, self.precision, self.batch)
         self.clock = WallClock()
         self.path = resolve_onnx(model, where, resolution=resolution)
@@ -94,9 +94,10 @@ class OnnxRuntimeEngine(Engine):
                 f"{self.name}: onnxruntime rejected {str(self.path)!r}: {exc}; check the file with "
                 "`python -m onnx.checker` or re-export it"
             ) from None
-        self._feeds: Dict[int, Dict[str, np.ndarray]] = {}
+        #: the inputs ``infer`` runs on, made once per batch
+        self._made: Dict[int, Dict[str, np.ndarray]] = {}
         self._output_names = [o.name for o in self.session.get_outputs()]
-        self._feeds[self.batch] = make_inputs(self.inputs, self.batch, seed)
+        self._made[self.batch] = make_inputs(self.inputs, self.batch, seed)
         self.seed = seed
         t1 = time.perf_counter()
         self.infer(self.batch)  # allocates the arena, so memory counts what a run holds
@@ -108,21 +109,23 @@ class OnnxRuntimeEngine(Engine):
         grown = (after - before) if (before is not None and after is not None) else 0
         self.memory_bytes = int(max(grown, self.path.stat().st_size + io_bytes))
 
-    def measurement_extra(self) -> Dict[str, Any]:
-        """What a Measurement of this engine carries beyond its samples (Measurement.extra)."""
+    def measurement_extra(self, batch: int) -> Dict[str, Any]:
         return {"build_time": self.build_time, "latency_first": self.latency_first}
 
     def _infer(self, batch: int) -> Dict[str, np.ndarray]:
         if self.closed:
             raise EngineError(f"{self.name}: infer() on a closed engine")
-        feeds = self._feeds.get(batch)
+        feeds = self._made.get(batch)
         if feeds is None:
-            feeds = self._feeds[batch] = make_inputs(self.inputs, batch, self.seed)
+            feeds = self._made[batch] = make_inputs(self.inputs, batch, self.seed)
+        return self._run(feeds, batch)
+
+    def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Dict[str, np.ndarray]:
         values = self.session.run(self._output_names, feeds)
         return dict(zip(self._output_names, values))
 
     def close(self) -> None:
         if not self.closed:
             self.session = None
-            self._feeds.clear()
+            self._made.clear()
         super().close()

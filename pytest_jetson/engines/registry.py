@@ -12,6 +12,9 @@ conftest adds a backend through the ``pytest_jetson_backends`` hook (see ``hooks
 
 An opener is called as ``open(model, *, device, clock, seed, precision, batch, dla_core,
 **options)`` and returns an ``Engine`` (see ``engines.base``); it may ignore what it does not use.
+A backend brings its pools the same way: ``pool=`` is a runner, called as ``runner(run)`` with a
+``run.pool_spec.PoolRun`` and returning a ``PoolMeasurement`` (a callable, or its import path
+``"module:function"``); without one its pools are real spawned processes opening its engines.
 """
 
 import importlib.util
@@ -48,10 +51,11 @@ class Backend:
 
     ``clock``: "virtual" runs on the session's simulated clock (no real work), "wall" on the
     host's. ``device_time``: each ``infer`` call reports the device's own time of the call
-    (``engine.last_device_time``). ``pools``: "processes" runs a pool as real spawned processes
-    (the opener must be importable by reference), "model" asks the simulator's contention model,
-    "none" has no pools. ``pool_deadline_s``: the default time limit of a pool beyond its warm-up
-    and window, engine builds included. ``pool_options``: options every pool worker opens its
+    (``engine.last_device_time``). ``pool``: the pool runner, a callable taking a
+    ``run.pool_spec.PoolRun`` or its import path (``"module:function"``); None: ``pools`` says,
+    "processes" (real spawned processes; the opener must be importable by reference), "model"
+    (the simulator's contention model) or "none" (no pools). ``pool_deadline_s``: the default
+    time limit of a pool beyond its warm-up and window, engine builds included. ``pool_options``: options every pool worker opens its
     engine with unless its workload sets them. ``default_for``: "board" or "host", where it is the
     session's default. ``available()``: None when usable here, else why not and the fix.
     ``title``: its name for people (the run's header); ``version()``: the version of what runs
@@ -64,6 +68,7 @@ class Backend:
     clock: str = "wall"
     device_time: bool = False
     pools: str = "processes"
+    pool: Any = None
     pool_deadline_s: float = 300.0
     pool_options: Dict[str, Any] = field(default_factory=dict, hash=False)
     default_for: Optional[str] = None
@@ -75,6 +80,43 @@ class Backend:
     @property
     def simulated(self) -> bool:
         return self.clock == "virtual"
+
+    @property
+    def runs_pools(self) -> bool:
+        return self.pool is not None or self.pools != "none"
+
+    def pool_runner(self) -> Optional[Callable[[Any], Any]]:
+        """The function that runs this backend's pools (None: it has none)."""
+        ref = self.pool if self.pool is not None else POOL_RUNNERS.get(self.pools)
+        if not isinstance(ref, str):
+            return ref
+        try:
+            return import_reference(ref)
+        except (ImportError, AttributeError) as exc:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{self.plugin} registered the engine backend {self.name!r} with the pool "
+                              f"runner {ref!r}, which cannot be imported ({exc}); give pool= a function "
+                              "or the 'module:function' path of one") from None
+
+
+#: The runners the ``pools`` kinds name (a row's ``pool`` wins over its ``pools``).
+POOL_RUNNERS: Dict[str, Optional[str]] = {
+    "processes": "pytest_jetson.run.pool:run_processes",
+    "model": "pytest_jetson.run.pool_sim:run_pool",
+    "none": None,
+}
+
+
+def import_reference(ref: str) -> Any:
+    """The object an import path (``"module:qualname"``) names."""
+    import importlib
+
+    module, _, name = ref.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def importable(module: str) -> bool:
@@ -159,7 +201,8 @@ BACKENDS.register(Backend(
     version=lambda: distribution_version("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino"),
     pool_options={"threads": 1}, description="ONNX Runtime on the host CPU: real inference without a board"))
 BACKENDS.register(Backend(
-    "simulated", open=_open_simulated, clock="virtual", pools="model", default_for="host",
+    "simulated", open=_open_simulated, clock="virtual", pool="pytest_jetson.run.pool_sim:run_pool",
+    default_for="host",
     title="the simulator", description="the simulated Jetson: a calibrated model of the board on a virtual clock"))
 
 
@@ -178,11 +221,6 @@ def open_by_reference(model: Any, *, opener: str, device: Any = None, seed: int 
                       backend: Optional[str] = None, **options: Any) -> Any:
     """Open an engine in a spawned pool worker through a backend opener's import path
     (``"module:qualname"``): a plugin's backend is registered only in the process that loaded it."""
-    import importlib
-
-    module, _, name = opener.partition(":")
-    fn: Any = importlib.import_module(module)
-    for part in name.split("."):
-        fn = getattr(fn, part)
-    return fn(model, device=device, clock=None, seed=seed, precision=precision, batch=batch,
-              dla_core=dla_core, **options)
+    opened = import_reference(opener)
+    return opened(model, device=device, clock=None, seed=seed, precision=precision, batch=batch,
+                  dla_core=dla_core, **options)

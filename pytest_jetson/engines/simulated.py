@@ -2,9 +2,11 @@
 
 ``infer`` returns zero outputs of the right shapes and dtypes and advances the shared virtual
 clock by the simulator's per-batch latency with its seeded noise, so the harness times it exactly
-as it times a real engine, and a 10 s measurement costs milliseconds. Each stretch of back-to-back
-inferences is announced on the clock with its prediction, so the simulated telemetry source on
-the same clock reads the board under that load, however the engine is driven.
+as it times a real engine, and a 10 s measurement costs milliseconds. Called on the caller's
+inputs (``engine(inputs)``) it does the same and returns fresh zero outputs. Each stretch of
+back-to-back inferences is announced on the clock with its prediction (``SimClock.announce``,
+the one way the simulated telemetry source learns what runs), so that source reads the board
+under that load, however the engine is driven.
 """
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -12,6 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..errors import EngineError, SimulationError
+from ..models.reference import resolve
 from .base import (
     Engine,
     TensorSpec,
@@ -20,8 +23,6 @@ from .base import (
     check_precision,
     engine_name,
     graph_io,
-    is_path,
-    model_label,
     read_onnx_io,
 )
 
@@ -47,12 +48,13 @@ class SimulatedEngine(Engine):
         from ..clock import SimClock
         from ..devices.device import as_device
 
-        label = model_label(model)
+        ref = resolve(model)
+        label = ref.name
         where = f"simulated engine {label!r}"
         self.precision = check_precision(precision, where)
         self.batch = self.max_batch = check_open_batch(batch, where)
         self.device = as_device(device)
-        self.model = str(model) if is_path(model) else label
+        self.model = ref.display
         self.name = engine_name(label, self.precision, self.batch, dla_core)
         self.dla_core = dla_core
         self.resolution = resolution
@@ -60,7 +62,8 @@ class SimulatedEngine(Engine):
         self.harness = harness
         self.seed = int(seed)
         self.clock = clock if clock is not None else SimClock()
-        if getattr(self.clock, "kind", None) != "virtual" or not hasattr(self.clock, "advance"):
+        if getattr(self.clock, "kind", None) != "virtual" or not all(
+                hasattr(self.clock, attr) for attr in ("advance", "announce")):
             raise EngineError(f"{self.name}: a simulated engine needs a virtual clock (SimClock), "
                               f"not {self.clock!r}")
         self.accelerator = "gpu"
@@ -74,7 +77,7 @@ class SimulatedEngine(Engine):
                 )
             self.accelerator = "dla"
 
-        if is_path(model):
+        if ref.is_file:
             path = check_onnx_path(model, where)
             self.inputs, self.outputs, fixed = read_onnx_io(path, self.batch, where)
             if fixed is not None and fixed != self.batch:
@@ -93,7 +96,7 @@ class SimulatedEngine(Engine):
         self.memory_bytes = self._memory(self.prediction)
         self._advance = self.clock.advance
         self._now = self.clock.now
-        self._announce = getattr(self.clock, "announce", None)
+        self._announce = self.clock.announce
         self._busy: Optional[list] = None  # the stretch of back-to-back inferences now running
         self._busy_batch = 0
         self._default_outputs = self._infer_outputs(self.batch)
@@ -153,7 +156,7 @@ class SimulatedEngine(Engine):
                 return lat
         return next(self._draws(batch))
 
-    def _run(self, batch: int) -> None:
+    def _tick(self, batch: int) -> None:
         """One inference on the virtual clock, announced as load (a running stretch grows)."""
         t0 = self._now()
         t1 = self._advance(self._step(batch))
@@ -162,7 +165,7 @@ class SimulatedEngine(Engine):
         rec = self._busy
         if rec is not None and rec[1] == t0 and self._busy_batch == batch:
             rec[1] = t1
-        elif self._announce is not None:
+        else:
             self._busy = self._announce(self._predictions[batch], t0, t1)
             self._busy_batch = batch
 
@@ -171,14 +174,22 @@ class SimulatedEngine(Engine):
         if self.closed:
             raise EngineError(f"{self.name}: infer() on a closed engine")
         if batch is None or batch == self.batch:
-            self._run(self.batch)
+            self._tick(self.batch)
             return self._default_outputs
         return super().infer(batch)
 
     def _infer(self, batch: int) -> Dict[str, np.ndarray]:
-        self._run(batch)
+        self._tick(batch)
         out = self._outputs.get(batch)
         return out if out is not None else self._infer_outputs(batch)
+
+    def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Dict[str, np.ndarray]:
+        self._tick(batch)
+        # fresh arrays: a pipeline may write into what it was given
+        return {s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in self.outputs}
+
+    def measurement_extra(self, batch: int) -> Dict[str, Any]:
+        return {"prediction": self._predict(batch).to_dict()}
 
     def prediction_for(self, batch: Optional[int] = None) -> Any:
         """The simulator's prediction for ``batch`` (default: the engine's batch)."""

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import EngineError
+from ..models.reference import PLAN, resolve
 from ..units import parse_size
 from . import cache as plan_cache
 from . import tensorrt_build as tb
@@ -32,9 +33,7 @@ from .base import (
     check_open_batch,
     check_precision,
     engine_name,
-    is_path,
     make_inputs,
-    model_label,
     read_onnx_io,
     resolve_onnx,
 )
@@ -47,7 +46,6 @@ INSTALL_HINT = (
     "(`export PATH=/usr/local/cuda/bin:$PATH`). Without a board, use --jetson-backend simulated "
     "or onnxruntime"
 )
-PLAN_SUFFIXES = (".engine", ".plan", ".trt")
 DLA_PRECISIONS = tb.DLA_PRECISIONS
 
 # kept importable under their old names
@@ -79,11 +77,12 @@ def import_pycuda() -> Any:
 
 
 def _is_plan_file(model: Any) -> bool:
-    return is_path(model) and Path(str(model)).suffix.lower() in PLAN_SUFFIXES
+    return resolve(model).kind == PLAN
 
 
 class TensorRTEngine(Engine):
     backend = "tensorrt"
+    reports_device_time = True  # CUDA events around each enqueue
 
     def __init__(self, model: Any, precision: str = "fp16", batch: int = 1, dla_core: Optional[int] = None,
                  seed: int = 0, resolution: Any = None, workspace: Any = None, cache_dir: Any = None,
@@ -92,12 +91,13 @@ class TensorRTEngine(Engine):
         super().__init__()
         from ..clock import WallClock
 
-        label = model_label(model)
+        ref = resolve(model)
+        label = ref.name
         where = f"tensorrt engine {label!r}"
         self.requested_precision = check_precision(precision, where)
         self.precision = self.requested_precision
         self.batch = check_open_batch(batch, where)
-        self.model = str(model) if is_path(model) else label
+        self.model = ref.display
         self.label = label
         self.name = engine_name(label, self.precision, self.batch, dla_core)
         self.dla_core = dla_core
@@ -108,31 +108,10 @@ class TensorRTEngine(Engine):
         self.build_time: Optional[float] = None
         self.build_time_source: Optional[str] = None
         self.latency_first: Optional[float] = None
-        self.last_compute_time: Optional[float] = None
-        if io is not None and io not in IO_MODES:
-            raise EngineError(f"{self.name}: io={io!r} is not one of {', '.join(IO_MODES)}")
-        if dla_core is not None and self.precision not in DLA_PRECISIONS:
-            raise EngineError(f"{self.name}: the DLA runs fp16 or int8, not {self.precision}; use "
-                              "precision='fp16' or 'int8', or dla_core=None")
-        if dla_core is not None and device is not None and hasattr(device, "profile"):
-            count = getattr(device.profile, "dla_count", 0) or 0
-            if not 0 <= int(dla_core) < count:
-                raise EngineError(f"{self.name}: {device.name} has {count} DLA core(s), so dla_core="
-                                  f"{dla_core} does not exist; use dla_core=None (GPU)")
+        self._check_options(io, dla_core, device)
         workspace_bytes = None if workspace is None else parse_size(workspace, f"{self.name}: workspace")
-
-        self.plan_file = _is_plan_file(model)
-        if self.plan_file:
-            self.path = Path(str(model))
-            if not self.path.is_file():
-                raise EngineError(f"{where}: plan file {str(self.path)!r} does not exist; pass an "
-                                  "existing .engine/.plan file, an .onnx path or a zoo name")
-        else:
-            self.path = resolve_onnx(model, where, resolution=resolution)
-            _specs, _outputs, fixed = read_onnx_io(self.path, self.batch, where)
-            if fixed is not None and fixed != self.batch:
-                raise EngineError(f"{self.name}: {str(self.path)!r} has a fixed batch of {fixed}; open "
-                                  f"it with batch={fixed} or export the ONNX with a dynamic batch dimension")
+        self.plan_file = ref.kind == PLAN
+        self.path = self._locate(ref, where, resolution)
 
         self._trt = trt = import_tensorrt()
         self._cuda = cuda = import_pycuda()
@@ -158,6 +137,34 @@ class TensorRTEngine(Engine):
         except BaseException:
             self._release()
             raise
+
+    def _check_options(self, io: Optional[str], dla_core: Optional[int], device: Any) -> None:
+        if io is not None and io not in IO_MODES:
+            raise EngineError(f"{self.name}: io={io!r} is not one of {', '.join(IO_MODES)}")
+        if dla_core is None:
+            return
+        if self.precision not in DLA_PRECISIONS:
+            raise EngineError(f"{self.name}: the DLA runs fp16 or int8, not {self.precision}; use "
+                              "precision='fp16' or 'int8', or dla_core=None")
+        if device is not None and hasattr(device, "profile"):
+            count = getattr(device.profile, "dla_count", 0) or 0
+            if not 0 <= int(dla_core) < count:
+                raise EngineError(f"{self.name}: {device.name} has {count} DLA core(s), so dla_core="
+                                  f"{dla_core} does not exist; use dla_core=None (GPU)")
+
+    def _locate(self, ref: Any, where: str, resolution: Any) -> Path:
+        """The plan file, or the ONNX file to build from (checked for a batch it can take)."""
+        if self.plan_file:
+            if not ref.path.is_file():
+                raise EngineError(f"{where}: plan file {str(ref.path)!r} does not exist; pass an "
+                                  "existing .engine/.plan file, an .onnx path or a zoo name")
+            return ref.path
+        path = resolve_onnx(ref.display if ref.is_file else ref.name, where, resolution=resolution)
+        _specs, _outputs, fixed = read_onnx_io(path, self.batch, where)
+        if fixed is not None and fixed != self.batch:
+            raise EngineError(f"{self.name}: {str(path)!r} has a fixed batch of {fixed}; open "
+                              f"it with batch={fixed} or export the ONNX with a dynamic batch dimension")
+        return path
 
     # -- the board ------------------------------------------------------------------------------
     def _board(self, device: Any) -> tb.Board:
@@ -264,7 +271,7 @@ class TensorRTEngine(Engine):
 
     def _is_user_onnx(self) -> bool:
         # a zoo model is built at its resolution already; a user's ONNX takes it as H, W
-        return is_path(self.model)
+        return resolve(self.model).is_file
 
     def _from_header(self, built: Dict[str, Any]) -> None:
         if built.get("seconds") is not None:
@@ -432,7 +439,15 @@ class TensorRTEngine(Engine):
         runner = self._runner
         assert runner is not None
         out = self._in_context(runner.run_once, batch)
-        self.last_device_time, self.last_compute_time = runner.last
+        self.last_device_time = runner.last
+        return out
+
+    def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Dict[str, np.ndarray]:
+        # the caller's inputs go into the bound buffers, so a later infer() runs on them too
+        runner = self._runner
+        assert runner is not None
+        out = self._in_context(runner.run_once, batch, feeds)
+        self.last_device_time = runner.last
         return out
 
     def timed_run(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
@@ -449,8 +464,7 @@ class TensorRTEngine(Engine):
                                 latencies, ends, gpu_times)
         return t_start if last is None else last
 
-    def measurement_extra(self) -> Dict[str, Any]:
-        """What a Measurement of this engine carries beyond its samples (Measurement.extra)."""
+    def measurement_extra(self, batch: Optional[int] = None) -> Dict[str, Any]:
         runner = self._runner
         extra: Dict[str, Any] = {
             "io": self.io, "inflight": 2, "cuda_graph": runner.graph_state if runner is not None else "off",
@@ -469,7 +483,7 @@ class TensorRTEngine(Engine):
 
     def describe(self) -> Dict[str, Any]:
         d = super().describe()
-        d.update(self.measurement_extra())
+        d.update(self.measurement_extra(self.batch))
         return d
 
     # -- closing --------------------------------------------------------------------------------

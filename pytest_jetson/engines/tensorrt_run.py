@@ -20,7 +20,6 @@ sampleInference.cpp).
 
 import os
 import threading
-import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
@@ -194,7 +193,6 @@ class Slot:
         flags = getattr(getattr(cuda, "event_flags", None), "BLOCKING_SYNC", 0)
         # start: first copy or kernel; compute start/end: around the enqueue; end: last copy
         self.start, self.c0, self.c1, self.end = (cuda.Event(flags) for _ in range(4))
-        self.t_enqueue = 0.0
 
 
 class Runner:
@@ -269,7 +267,6 @@ class Runner:
                 if b.is_input:
                     cuda.memcpy_htod_async(b.device, b.view, stream)
         slot.c0.record(stream)
-        slot.t_enqueue = time.perf_counter()
         ok = self.graph.launch() if self.graph is not None else self._enqueue_direct()
         if not ok:
             raise EngineError(f"{self.name}: TensorRT failed to enqueue the batch")
@@ -280,10 +277,13 @@ class Runner:
                     cuda.memcpy_dtoh_async(b.view, b.device, stream)
         slot.end.record(stream)
 
-    def run_once(self, batch: int) -> Dict[str, np.ndarray]:
-        """One inference, synchronised; the outputs copied out (they outlive the engine)."""
+    def run_once(self, batch: int, feeds: Optional[Dict[str, np.ndarray]] = None) -> Dict[str, np.ndarray]:
+        """One inference, synchronised, on the bound inputs or on ``feeds`` (copied in first); the
+        outputs copied out (they outlive the engine). ``last``: its device time (CUDA events)."""
         if batch != self.bound:
             self.bind(batch)
+        if feeds is not None:
+            self._load(feeds)
         slot = self.slots[0]
         self._launch(slot)
         slot.end.synchronize()
@@ -292,8 +292,15 @@ class Runner:
                 if not b.is_input:
                     self.cuda.memcpy_dtoh_async(b.view, b.device, self.stream)
             self.stream.synchronize()
-        self.last = (slot.end.time_since(slot.start) * 1e-3, slot.c1.time_since(slot.c0) * 1e-3)
+        self.last = slot.end.time_since(slot.start) * 1e-3
         return {b.name: np.array(b.view) for b in self.bindings if not b.is_input}
+
+    def _load(self, feeds: Dict[str, np.ndarray]) -> None:
+        for b in self.bindings:
+            if b.is_input:
+                b.view[...] = feeds[b.name]
+                if self.io == "device":  # the timed loop copies no inputs: they live on the device
+                    self.cuda.memcpy_htod_async(b.device, b.view, self.stream)
 
     # -- back to back -----------------------------------------------------------------------------
     def timed_run(self, batch: int, now: Callable[[], float], until_t: Optional[float],

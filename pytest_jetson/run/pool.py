@@ -9,10 +9,12 @@ throughput, memory and latency fall; ``run_pool`` is that experiment as one call
 
     run_pool([("resnet50", {"precision": "int8"}), ("yolov8n", {"processes": 2})])  # 3 tenants
 
-Real backends (tensorrt, onnxruntime) run real ``spawn``-ed processes (``pool_procs``): each
-opens its engine before a barrier, all warm up together, leave a second barrier together and
+Each backend's row says how its pools run (``Backend.pool``, a runner taking a ``PoolRun``). Real
+backends (tensorrt, onnxruntime) run real ``spawn``-ed processes (``run_processes``, ``pool_procs``):
+each opens its engine before a barrier, all warm up together, leave a second barrier together and
 measure the same window; engine builds are never in the window. On the simulated device the pool
-is the simulator's contention model (``pool_sim``), with no processes and the same result shape.
+is the simulator's contention model (``pool_sim.run_pool``), with no processes and the same
+result shape.
 
 The result is a ``PoolMeasurement``: the pool's latencies are every worker's latencies pooled,
 its items the sum, its duration the common window (the workers' mean window), so ``throughput``
@@ -23,11 +25,12 @@ the parent over the whole window (the host source sees the workers as the parent
 
 from typing import Any, Dict, List, Optional
 
-from ..clock import SimClock, WallClock
+from ..clock import WallClock
+from ..engines.registry import BACKENDS, default_backend
 from ..errors import ConfigError
 from ..units import format_duration, parse_duration
 from .measurement import Measurement, PoolMeasurement
-from .pool_spec import WorkerSpec, worker_specs
+from .pool_spec import PoolRun, WorkerSpec, worker_specs
 from .recorder import accelerator_of
 from .window import MeasuredWindow
 
@@ -66,7 +69,6 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
         )
     dev = _device(device, context)
     spec = _backend(backend, context, dev)
-    back = spec.name
     if seed is None:
         seed = int(getattr(context, "seed", 0) or 0)
     limit = parse_duration(deadline, "process_pool deadline")
@@ -75,24 +77,20 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
         limit = spec.pool_deadline_s + warm + window
     elif limit <= 0:
         raise ConfigError(f"process_pool: deadline={deadline!r} must be a positive duration such as '10min'")
-    if spec.pools == "model":
-        return _run_simulated(specs, dev, window, warm, clock, context, seed, telemetry)
-    if spec.pools != "processes":
-        raise ConfigError(f"process_pool: the {back} backend runs no pools; use one of "
-                          f"{', '.join(b.name for b in _backends(context) if b.pools != 'none')}")
-    return _run_processes(specs, dev, back, window, warm, limit, seed, context, telemetry)
+    runner = spec.pool_runner()
+    if runner is None:
+        raise ConfigError(f"process_pool: the {spec.name} backend runs no pools; use one of "
+                          f"{', '.join(b.name for b in _backends(context) if b.runs_pools)}")
+    return runner(PoolRun(specs=specs, device=dev, backend=spec, window=window, warmup=warm,
+                          deadline=limit, seed=seed, clock=clock, context=context, telemetry=telemetry))
 
 
 def _backends(context: Any = None) -> Any:
     """The session's table of backends (plugins' included); the built-in one without a session."""
-    from ..engines.registry import BACKENDS
-
     return getattr(context, "backends", None) or BACKENDS
 
 
 def _backend(name: Optional[str], context: Any, device: Any) -> Any:
-    from ..engines.registry import default_backend
-
     if name:
         try:
             return _backends(context).get(name)
@@ -128,7 +126,7 @@ def _device(device: Any, context: Any) -> Any:
     return simulated("orin-nano")
 
 
-def _environment(device: Any, backend: str, specs: List[WorkerSpec], context: Any = None) -> Dict[str, Any]:
+def environment(device: Any, backend: str, specs: List[WorkerSpec], context: Any = None) -> Dict[str, Any]:
     # the session's fingerprint (a host's, with real engines and no board) for the session's device
     same = context is not None and getattr(context, "device", None) is device
     env = dict(context.fingerprint() if same else device.fingerprint())
@@ -144,7 +142,7 @@ def _environment(device: Any, backend: str, specs: List[WorkerSpec], context: An
 
 
 # -- telemetry --------------------------------------------------------------------------------------
-def _measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed: int) -> MeasuredWindow:
+def measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed: int) -> MeasuredWindow:
     """One measured window for the whole pool. ``telemetry`` None: the session's source (the
     context's factory when the pool runs on the session's clock; a factory of the same source on
     the pool's own clock otherwise, e.g. real processes beside a simulated session)."""
@@ -173,44 +171,15 @@ def _measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed
     return MeasuredWindow.around(telemetry, what="process_pool")
 
 
-# -- simulated --------------------------------------------------------------------------------------
-def _run_simulated(specs: List[WorkerSpec], device: Any, window: float, warm: float, clock: Any,
-                   context: Any, seed: int, telemetry: Any) -> PoolMeasurement:
-    from .pool_procs import worker_seed
-    from .pool_sim import SimulatedPlan, simulate_workers
-
-    if clock is None:
-        clock = getattr(context, "clock", None)
-    if clock is None or getattr(clock, "kind", None) != "virtual":
-        clock = SimClock()
-    plan = SimulatedPlan(specs, device)
-    env = _environment(device, "simulated", specs, context)
-    seeds = [worker_seed(seed, s.index) for s in specs]
-    measured = _measured_window(telemetry, context, device, clock, seed)
-    clock.advance(warm)
-    t0 = clock.now()
-    with measured:
-        measured.load(plan.load(), t0, t0 + window)
-        workers = simulate_workers(plan, window=window, t_start=t0, seeds=seeds, environment=env)
-        clock.advance(window)
-    for w in workers:
-        w.extra["window_start"] = 0.0
-    tele = measured.finish(sum(w.items for w in workers))
-    extra = {"warmup": warm, "contention": "homogeneous" if plan.homogeneous else "round-robin mix"}
-    measured.keep_series(extra)
-    if not plan.homogeneous:
-        extra["load"] = plan.load().to_dict()
-    return assemble(specs, workers, backend="simulated", clock_kind="virtual", window=window,
-                    start_skew=0.0, telemetry=tele, environment=env, extra=extra)
-
-
 # -- real processes ---------------------------------------------------------------------------------
-def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: float, warm: float,
-                   limit: float, seed: int, context: Any, telemetry: Any) -> PoolMeasurement:
+def run_processes(run: PoolRun) -> PoolMeasurement:
+    """The pool runner of backends with real engines: one spawned process per worker."""
     from .pool_procs import ProcessPool
 
-    row = _backends(context).get(backend)
-    specs = [_with_defaults(s, row.pool_options) for s in specs]
+    row = run.backend
+    backend, device, context, seed = row.name, run.device, run.context, run.seed
+    window, warm = run.window, run.warmup
+    specs = [_with_defaults(s, row.pool_options) for s in run.specs]
     opener = _opener_ref(row)
     if opener is not None:
         specs = [s if s.engine_factory is not None else
@@ -218,15 +187,15 @@ def _run_processes(specs: List[WorkerSpec], device: Any, backend: str, window: f
                             engine_factory="pytest_jetson.engines.registry:open_by_reference")
                  for s in specs]
     # Real processes are measured for real, on the wall clock, also beside a simulated session.
-    measured = _measured_window(telemetry, context, device, WallClock(), seed)
+    measured = measured_window(run.telemetry, context, device, WallClock(), seed)
     pool = ProcessPool(specs, backend=backend, device=device, duration=window, warmup=warm,
-                       deadline=limit, seed=seed, on_window_start=measured.open,
+                       deadline=run.deadline, seed=seed, on_window_start=measured.open,
                        on_window_end=measured.close)
     try:
         states = pool.run()
     finally:
         measured.close()
-    env = _environment(device, backend, specs, context)
+    env = environment(device, backend, specs, context)
     workers: List[Measurement] = []
     starts = []
     for st in states:
@@ -312,31 +281,20 @@ def assemble(specs: List[WorkerSpec], workers: List[Measurement], *, backend: st
     for w in workers:
         pooled.extend(w.latencies)
     durations = [w.duration for w in workers if w.duration > 0]
-    # the pool's throughput per sub-window: the workers' k-th windows added up (each worker's run
-    # is cut into the same number of consecutive chunks, which line up in time)
-    counts = {len(w.windows) for w in workers}
-    windows = [float(sum(col)) for col in zip(*(w.windows for w in workers))] if len(counts) == 1 else []
-    common = sum(durations) / len(durations) if durations else window
     memories = [w.engine_memory for w in workers]
-    models = []
-    for s in specs:
-        if s.model_name not in models:
-            models.append(s.model_name)
-    precisions = {s.precision for s in specs}
-    batches = {s.batch for s in specs}
     extra = dict(extra)
     extra.update(processes=len(workers), window=window, workloads=[s.describe() for s in specs])
     return PoolMeasurement(
         name=pool_name(specs),
-        batch=batches.pop() if len(batches) == 1 else min(s.batch for s in specs),
+        batch=_one_or({s.batch for s in specs}, min(s.batch for s in specs)),
         latencies=pooled,
-        duration=float(common),
+        duration=float(sum(durations) / len(durations) if durations else window),
         items=int(sum(w.items for w in workers)),
-        windows=windows,
+        windows=_pool_windows(workers),
         clock=clock_kind,
         backend=backend,
-        model="+".join(models),
-        precision=precisions.pop() if len(precisions) == 1 else "mixed",
+        model="+".join(dict.fromkeys(s.model_name for s in specs)),
+        precision=_one_or({s.precision for s in specs}, "mixed"),
         engine_memory=int(sum(memories)) if memories and all(m is not None for m in memories) else None,
         telemetry=telemetry,
         environment=environment,
@@ -344,3 +302,16 @@ def assemble(specs: List[WorkerSpec], workers: List[Measurement], *, backend: st
         workers=workers,
         start_skew=start_skew,
     )
+
+
+def _one_or(values: set, otherwise: Any) -> Any:
+    """The value every worker shares, else ``otherwise``."""
+    return next(iter(values)) if len(values) == 1 else otherwise
+
+
+def _pool_windows(workers: List[Measurement]) -> List[float]:
+    """The pool's throughput per sub-window: the workers' k-th windows added up (each worker's
+    run is cut into the same number of consecutive chunks, which line up in time)."""
+    if len({len(w.windows) for w in workers}) != 1:
+        return []
+    return [float(sum(col)) for col in zip(*(w.windows for w in workers))]

@@ -183,8 +183,6 @@ class ProcessPool:
             sender.close()
 
     def _supervise(self) -> None:
-        from multiprocessing.connection import wait
-
         t_begin = time.perf_counter()
         hard_deadline = t_begin + self.deadline
         window_deadline: Optional[float] = None
@@ -199,26 +197,7 @@ class ProcessPool:
             limit = hard_deadline if window_deadline is None else min(hard_deadline, window_deadline)
             if now >= limit:
                 self._fail_hung(pending, now - t_begin, window_deadline is not None and now >= window_deadline)
-            handles: List[Any] = []
-            for w in pending:
-                if w.conn is not None:
-                    handles.append(w.conn)
-                handles.append(w.process.sentinel)
-            ready = wait(handles, timeout=min(limit - now, 0.5))
-            for w in pending:
-                if w.conn is not None and w.conn in ready:
-                    self._receive(w)
-            for w in pending:
-                if w.process.sentinel in ready and w.result is None:
-                    # the pipe may still hold its last words: read them before judging the exit
-                    while w.conn is not None and w.conn.poll():
-                        self._receive(w)
-                    if w.result is None:
-                        w.process.join(1.0)
-                        self._fail(w)
-            for w in self.workers:
-                if w.error is not None:
-                    self._fail(w)
+            self._listen(pending, min(limit - now, 0.5))
             if window_deadline is None and all(w.loaded is not None for w in self.workers):
                 # everyone is past the slow part (engine build/load): from here the run is bounded
                 window_deadline = time.perf_counter() + self._window_budget()
@@ -226,6 +205,35 @@ class ProcessPool:
                 window_reported = True
                 if self.on_window_start is not None:
                     self.on_window_start()
+
+    def _listen(self, pending: List[WorkerState], timeout: float) -> None:
+        """Wait up to ``timeout`` on the pending workers' pipes and process sentinels together;
+        read what came, and fail the pool on a worker that reported an error or died."""
+        from multiprocessing.connection import wait
+
+        handles: List[Any] = []
+        for w in pending:
+            if w.conn is not None:
+                handles.append(w.conn)
+            handles.append(w.process.sentinel)
+        ready = wait(handles, timeout=timeout)
+        for w in pending:
+            if w.conn is not None and w.conn in ready:
+                self._receive(w)
+        for w in pending:
+            if w.process.sentinel in ready and w.result is None:
+                self._judge_exit(w)
+        for w in self.workers:
+            if w.error is not None:
+                self._fail(w)
+
+    def _judge_exit(self, w: WorkerState) -> None:
+        # the pipe may still hold its last words: read them before judging the exit
+        while w.conn is not None and w.conn.poll():
+            self._receive(w)
+        if w.result is None:
+            w.process.join(1.0)
+            self._fail(w)
 
     def _window_budget(self) -> float:
         warm = self.warmup if isinstance(self.warmup, (int, float)) else 0.0

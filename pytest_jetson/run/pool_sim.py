@@ -23,13 +23,15 @@ iterations as fit in the window; the shared virtual clock then advances by warm-
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..clock import SimClock
 from ..errors import SimulationError
 from ..units import format_bytes
-from .measurement import Measurement
+from .measurement import Measurement, PoolMeasurement
+from .pool_spec import PoolRun
 
 
 @dataclass
@@ -100,24 +102,8 @@ class SimulatedPlan:
             groups.setdefault(k, s)
         self.homogeneous = len(groups) == 1
         oom = getattr(sim, "OutOfMemory", SimulationError)
-        single: Dict[Any, Any] = {}
-        contended: Dict[Any, Any] = {}
         try:
-            for k, s in groups.items():
-                single[k] = _predict(device, s, 1)
-            per_memory = [_per_process_memory(single[k], 1) for k in keys]
-            if not self.homogeneous:
-                # the simulator checks N copies of one model itself; a mix only we can add up
-                self._check_memory(per_memory)
-            for k, s in groups.items():
-                try:
-                    contended[k] = _predict(device, s, n)
-                except oom:
-                    if self.homogeneous:
-                        raise
-                    # N copies of this model would not fit, but the mix does (checked above):
-                    # take the contention of as many copies as fit.
-                    contended[k] = self._largest_fitting(s, n)
+            single, contended, per_memory = self._predict_groups(groups, keys, n, oom)
         except oom as exc:
             # the simulator's message already names the sizes and how many processes would fit
             raise SimulationError(f"process_pool of {n} process(es): {exc}") from None
@@ -137,6 +123,26 @@ class SimulatedPlan:
         #: others' time slices (the noise draws that wait separately, as the simulator does).
         self.alone = [min(lat, float(getattr(c, "latency_alone", 0.0) or lat))
                       for lat, c in zip(self.latency, self.contended)]
+
+    def _predict_groups(self, groups: Dict[Any, Any], keys: List[Any], n: int,
+                        oom: Any) -> Tuple[Dict[Any, Any], Dict[Any, Any], List[Optional[float]]]:
+        """Each distinct workload alone and under N-way contention, and each worker's memory."""
+        single = {k: _predict(self.device, s, 1) for k, s in groups.items()}
+        per_memory = [_per_process_memory(single[k], 1) for k in keys]
+        if not self.homogeneous:
+            # the simulator checks N copies of one model itself; a mix only we can add up
+            self._check_memory(per_memory)
+        contended: Dict[Any, Any] = {}
+        for k, s in groups.items():
+            try:
+                contended[k] = _predict(self.device, s, n)
+            except oom:
+                if self.homogeneous:
+                    raise
+                # N copies of this model would not fit, but the mix does (checked above):
+                # take the contention of as many copies as fit.
+                contended[k] = self._largest_fitting(s, n)
+        return single, contended, per_memory
 
     @staticmethod
     def _key(spec: Any) -> Any:
@@ -255,3 +261,41 @@ def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
             extra=extra,
         ))
     return workers
+
+
+def run_pool(run: PoolRun) -> PoolMeasurement:
+    """The simulated backend's pool runner: the plan's workers over one window of virtual time,
+    the pool's load announced on the clock the telemetry reads."""
+    from .pool import assemble, environment, measured_window
+    from .pool_procs import worker_seed
+
+    clock = _virtual_clock(run)
+    specs, window, warm = run.specs, run.window, run.warmup
+    plan = SimulatedPlan(specs, run.device)
+    env = environment(run.device, "simulated", specs, run.context)
+    seeds = [worker_seed(run.seed, s.index) for s in specs]
+    measured = measured_window(run.telemetry, run.context, run.device, clock, run.seed)
+    clock.advance(warm)
+    t0 = clock.now()
+    with measured:
+        clock.announce(plan.load(), t0, t0 + window)
+        workers = simulate_workers(plan, window=window, t_start=t0, seeds=seeds, environment=env)
+        clock.advance(window)
+    for w in workers:
+        w.extra["window_start"] = 0.0
+    tele = measured.finish(sum(w.items for w in workers))
+    extra = {"warmup": warm, "contention": "homogeneous" if plan.homogeneous else "round-robin mix"}
+    measured.keep_series(extra)
+    if not plan.homogeneous:
+        extra["load"] = plan.load().to_dict()
+    return assemble(specs, workers, backend="simulated", clock_kind="virtual", window=window,
+                    start_skew=0.0, telemetry=tele, environment=env, extra=extra)
+
+
+def _virtual_clock(run: PoolRun) -> Any:
+    """The run's clock, else the session's, else the telemetry's (the pool's load is announced
+    where the telemetry reads it); a fresh one when none of them is virtual."""
+    for clock in (run.clock, getattr(run.context, "clock", None), getattr(run.telemetry, "clock", None)):
+        if clock is not None:
+            return clock if getattr(clock, "kind", None) == "virtual" else SimClock()
+    return SimClock()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ConfigError
+from ..models.reference import resolve
 
 #: Options the pool itself reads; every other option goes to ``open_engine``.
 DEFAULT_PRECISION = "fp16"
@@ -37,9 +38,8 @@ class WorkerSpec:
 
     @property
     def model_name(self) -> str:
-        """The model as reports print it: a zoo name, or an ONNX file's stem."""
-        base = os.path.basename(self.model)
-        return base[:-5] if base.endswith(".onnx") else base
+        """The model as reports print it: a zoo name, or the file's stem."""
+        return resolve(self.model).name
 
     @property
     def label(self) -> str:
@@ -136,3 +136,25 @@ def worker_specs(workloads: Any, processes: Optional[int] = None,
                 )
         specs.append(WorkerSpec(index=index, model=model, options=merged, engine_factory=factory))
     return specs
+
+
+@dataclass
+class PoolRun:
+    """One pool as its backend's runner receives it (``Backend.pool``): the workers, checked,
+    and the run's settings. A runner returns a ``PoolMeasurement``; ``run.pool`` has the parts
+    the built-in runners share (``measured_window``, ``environment``, ``assemble``).
+
+    ``window`` and ``warmup``: seconds; ``deadline``: the whole run's limit in seconds, engine
+    builds included; ``clock``: the clock the caller asked for (None: the context's);
+    ``context``: the session's Context or None; ``telemetry``: as ``run_pool`` takes it."""
+
+    specs: List[WorkerSpec]
+    device: Any
+    backend: Any
+    window: float
+    warmup: float
+    deadline: float
+    seed: int
+    clock: Any = None
+    context: Any = None
+    telemetry: Any = None

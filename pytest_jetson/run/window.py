@@ -1,12 +1,12 @@
 """The measured window with telemetry around it: what the harness and the pool share.
 
-A window opens a sampler (when telemetry is on) right before the timed span, tells a simulated
-source what runs in it, closes the sampler right after, and hands the measurement its telemetry
-summary (with energy per item once the items are known) and its series (for timeline plots)::
+A window opens a sampler (when telemetry is on) right before the timed span, closes it right
+after, and hands the measurement its telemetry summary (with energy per item once the items are
+known) and its series (for timeline plots). What runs in the window a simulated source reads
+from the virtual clock, where engines and pools announce it (``SimClock.announce``)::
 
     window = MeasuredWindow.around(telemetry, interval=0.1, what="perf.measure")
     with window:
-        window.load(prediction)
         ... the timed span ...
     summary = window.finish(items)
     window.keep_series(extra)
@@ -53,11 +53,6 @@ class MeasuredWindow:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-    def load(self, workload: Any, t_start: Optional[float] = None, t_end: Optional[float] = None) -> None:
-        """What runs in the window, for a simulated source (real sources measure it instead)."""
-        if self.sampler is not None and workload is not None and hasattr(self.sampler, "set_load"):
-            self.sampler.set_load(workload, t_start, t_end)
 
     # -- the results ------------------------------------------------------------------------
     def finish(self, items: int) -> Any:

@@ -212,49 +212,14 @@ class Sampler:
             return self
         self._running = False
         self.end_time = self.now()
-        if self.virtual:
-            self.end_load(self.end_time)
-            self._generate(self.end_time, last=True)
-            readings = self._readings
-        else:
-            self._stop.set()
-            if self._thread is not None:
-                self._thread.join(timeout=max(5.0, 10 * self.interval))
-            try:
-                self._readings.extend(self.source.collect(self.now()) if self._died is None else [])
-            except Exception:
-                pass
-            readings = self._readings
+        readings = self._last_readings()
         # Asked before the source stops: jtop answers these only while connected.
         mode_end = self._read_modes()
         max_clock = self.source.max_gpu_clock_mhz() or self.max_gpu_clock_mhz
         trips = self._trip_points()
         if not self.virtual:
             self.source.stop()
-        gaps: List[Tuple[float, float]] = []
-        warns: List[str] = []
-        if self._died is not None:
-            t_died, why = self._died
-            last = max((r.t for r in readings), default=self.start_time)
-            gaps.append((float(last), float(self.end_time)))
-            warns.append(
-                f"telemetry source {self.source.name} stopped during the run ({why}); kept "
-                f"{len(readings)} samples, no data from {last - self.start_time:.3g} s to the end "
-                f"({self.end_time - last:.3g} s)"
-            )
-        if self._errors and self._died is None:
-            warns.append(f"telemetry source {self.source.name}: {len(self._errors)} failed reads, last: {self._errors[-1]}")
-        malformed = int(getattr(self.source, "malformed_lines", 0) or 0)
-        if malformed:
-            last_bad = getattr(self.source, "last_malformed", None)
-            warns.append(
-                f"telemetry source {self.source.name}: skipped {malformed} line(s) it could not read"
-                + (f" (last: {last_bad!r})" if last_bad else "")
-            )
-        if not readings and self.source.name != "none" and self._died is None:
-            warns.append(
-                f"telemetry source {self.source.name} gave no samples in {self.end_time - self.start_time:.3g} s"
-            )
+        gaps, warns, malformed = self._problems(readings)
         self._series = Series.from_readings(readings, clock="virtual" if self.virtual else "wall")
         self._summary = summarize(
             self._series,
@@ -282,6 +247,50 @@ class Sampler:
         for w in warns:
             warnings.warn(w, TelemetryWarning, stacklevel=3)
         return self
+
+    def _last_readings(self) -> List[Reading]:
+        """Every reading of the window: generated to its end (virtual), or the thread stopped
+        and the source read once more (real)."""
+        if self.virtual:
+            self.end_load(self.end_time)
+            self._generate(self.end_time, last=True)
+            return self._readings
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, 10 * self.interval))
+        try:
+            self._readings.extend(self.source.collect(self.now()) if self._died is None else [])
+        except Exception:
+            pass
+        return self._readings
+
+    def _problems(self, readings: List[Reading]) -> Tuple[List[Tuple[float, float]], List[str], int]:
+        """(gaps, warnings, malformed lines): what went wrong with the source in the window."""
+        gaps: List[Tuple[float, float]] = []
+        warns: List[str] = []
+        if self._died is not None:
+            t_died, why = self._died
+            last = max((r.t for r in readings), default=self.start_time)
+            gaps.append((float(last), float(self.end_time)))
+            warns.append(
+                f"telemetry source {self.source.name} stopped during the run ({why}); kept "
+                f"{len(readings)} samples, no data from {last - self.start_time:.3g} s to the end "
+                f"({self.end_time - last:.3g} s)"
+            )
+        if self._errors and self._died is None:
+            warns.append(f"telemetry source {self.source.name}: {len(self._errors)} failed reads, last: {self._errors[-1]}")
+        malformed = int(getattr(self.source, "malformed_lines", 0) or 0)
+        if malformed:
+            last_bad = getattr(self.source, "last_malformed", None)
+            warns.append(
+                f"telemetry source {self.source.name}: skipped {malformed} line(s) it could not read"
+                + (f" (last: {last_bad!r})" if last_bad else "")
+            )
+        if not readings and self.source.name != "none" and self._died is None:
+            warns.append(
+                f"telemetry source {self.source.name} gave no samples in {self.end_time - self.start_time:.3g} s"
+            )
+        return gaps, warns, malformed
 
     def _generate(self, until: float, last: bool = False) -> None:
         """Virtual sampling: the readings from where the last call stopped to ``until``, on the

@@ -9,12 +9,13 @@ The workload is a duck-typed object (the simulator's ``Prediction`` fits) with:
 * ``memory`` (bytes in use under load) and optionally ``idle_memory`` (bytes; default 0);
 * optionally ``thermal_resistance_c_per_w``, ``thermal_tau_s`` and ``ambient_c``.
 
-What runs when comes from two places: load windows set on the source (``set_load``, what the
-measurement harness and pools do), and the loads simulated engines announce on the shared virtual
-clock (``SimClock.announce``) as they run, so a ``telemetry`` sampler around plain
-``engine.infer()`` calls reads the board under that engine's load with nothing else to set up. A
-window set on the source wins over the clock's. Outside any load the board idles (at the idle
-power of the last load seen). Temperature follows a first-order thermal model,
+What runs when comes from one place: the loads announced on the virtual clock
+(``SimClock.announce``). Simulated engines announce each stretch of inferences as they run and a
+simulated pool its window, so a ``telemetry`` sampler around plain ``engine.infer()`` calls reads
+the board under that engine's load with nothing else to set up; ``set_load`` (a workload handed
+to a sampler) announces on the same clock. Where loads overlap, the latest to start runs.
+Outside any load the board idles (at the idle power of the source's workload, else of the first
+load announced). Temperature follows a first-order thermal model,
 ``dT/dt = (ambient + R * P - T) / tau``, carried across windows, so back-to-back runs start warm.
 Noise is small, Gaussian and seeded; memory has none (allocations are deterministic).
 """
@@ -24,6 +25,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
+from ..clock import SimClock
 from .base import Reading, Source
 
 AMBIENT_C = 25.0
@@ -59,36 +61,38 @@ class SimulatedSource(Source):
     memory_scope = "simulated memory in use"
 
     def __init__(self, clock: Any, workload: Any = None, seed: int = 0, ambient_c: Optional[float] = None) -> None:
-        self.clock = clock
+        self.clock = clock if clock is not None else SimClock()
         self.workload = workload
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)
         self.ambient_c = ambient_c if ambient_c is not None else _attr(workload, "ambient_c", AMBIENT_C)
-        #: (t_start, t_end or None, workload): what runs when.
-        self.windows: List[Tuple[float, Optional[float], Any]] = []
-        start = float(clock.now()) if clock is not None else 0.0
-        self._thermal_t = start
+        #: loads announced through ``set_load`` with no end yet (``end_load`` closes them)
+        self._open: List[List[Any]] = []
+        self._thermal_t = float(self.clock.now())
         self._temp = self._steady(self._idle_power(workload))
 
     # -- the load API --------------------------------------------------------------------------
     def set_load(self, workload: Any, t_start: float, t_end: Optional[float] = None) -> None:
-        """``workload`` runs from ``t_start`` to ``t_end`` (None: until ``end_load``)."""
-        self.windows.append((float(t_start), None if t_end is None else float(t_end), workload))
+        """Announce on the clock that ``workload`` runs from ``t_start`` to ``t_end`` (None:
+        until ``end_load``)."""
+        rec = self.clock.announce(workload, t_start, math.inf if t_end is None else t_end)
+        if t_end is None:
+            self._open.append(rec)
         if self.workload is None:
             self.workload = workload
 
     def end_load(self, t_end: float) -> None:
-        """Close every open load window at ``t_end``."""
-        self.windows = [(a, float(t_end) if b is None else b, w) for a, b, w in self.windows]
+        """End at ``t_end`` every load ``set_load`` left open."""
+        for rec in self._open:
+            rec[1] = float(t_end)
+        self._open = []
 
     def _latest(self) -> Any:
-        """The workload to read idle figures from: the source's own, else the last one seen."""
+        """The workload to read idle figures from: the source's own, else the first announced
+        (so a board's idle does not depend on which test ran last)."""
         if self.workload is not None:
             return self.workload
-        if self.windows:
-            return self.windows[-1][2]
-        last = getattr(self.clock, "last_load", None)
-        return last() if last is not None else None
+        return self.clock.first_load()
 
     def max_gpu_clock_mhz(self) -> Optional[float]:
         return _attr(self._latest(), "max_gpu_clock_mhz")
@@ -107,13 +111,8 @@ class SimulatedSource(Source):
         return _attr(wl, "thermal_tau_s", THERMAL_TAU_S) or THERMAL_TAU_S
 
     def _active(self, t: float) -> Any:
-        """The workload running at ``t``, or None when idle (the latest window wins, then what the
-        engines on the clock announced)."""
-        for a, b, wl in reversed(self.windows):
-            if a <= t and (b is None or t < b):
-                return wl
-        load_at = getattr(self.clock, "load_at", None)
-        return load_at(t) if load_at is not None else None
+        """The workload running at ``t``, or None when idle."""
+        return self.clock.load_at(t)
 
     def _state(self, t: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
         """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``."""
@@ -143,11 +142,7 @@ class SimulatedSource(Source):
         piecewise-constant power (boundaries at the load windows' edges)."""
         if t <= self._thermal_t:
             return
-        edges = {x for a, b, _ in self.windows for x in (a, b) if x is not None and self._thermal_t < x < t}
-        clock_edges = getattr(self.clock, "load_edges", None)
-        if clock_edges is not None:
-            edges.update(clock_edges(self._thermal_t, t))
-        edges = sorted(edges)
+        edges = self.clock.load_edges(self._thermal_t, t)
         cur = self._thermal_t
         for nxt in edges + [t]:
             power, _, _, _, _, wl = self._state(cur)

@@ -1,8 +1,9 @@
 """Engines that behave, or misbehave, on purpose: for testing pools without a real model.
 
-Pass ``engine_factory="pytest_jetson.run.pool_fakes:open_fake"`` in a workload's options::
+Pass ``engine_factory="fakes.pools:open_fake"`` in a workload's options (``tests/`` on
+``sys.path``, as pytest puts it for the tests beside it; spawned workers inherit it)::
 
-    run_pool(("fake", {"engine_factory": "pytest_jetson.run.pool_fakes:open_fake",
+    run_pool(("fake", {"engine_factory": "fakes.pools:open_fake",
                        "fault": "segfault", "fault_worker": 1}), processes=3, backend="onnxruntime")
 
 Every worker's engine sleeps ``delay`` seconds per ``infer`` (``work="spin"``: burns the CPU
@@ -20,6 +21,11 @@ import sys
 import time
 from typing import Any, Optional
 
+from pytest_jetson.clock import WallClock
+from pytest_jetson.engines.base import Engine
+from pytest_jetson.errors import ModelError
+from pytest_jetson.run.worker import window_started
+
 WORKER_ENV = "PYTEST_JETSON_POOL_WORKER"
 
 FAULTS = ("raise-on-load", "hang-on-load", "raise", "segfault", "kill", "exit", "hang", "hang-native")
@@ -30,22 +36,12 @@ def worker_index() -> Optional[int]:
     return None if value is None else int(value)
 
 
-class _WallClock:
-    """``time.perf_counter`` as an engine clock, without importing the simulator (whose import
-    would count as this engine's load time)."""
-
-    kind = "wall"
-
-    @staticmethod
-    def now() -> float:
-        return time.perf_counter()
-
-
-class FakeEngine:
+class FakeEngine(Engine):
     backend = "fake"
 
     def __init__(self, model: str, precision: str, batch: int, delay: float, work: str,
                  fault: Optional[str], fault_after: int) -> None:
+        super().__init__()
         self.model = model
         self.name = f"{model}-{precision}-b{batch}"
         self.precision = precision
@@ -54,15 +50,11 @@ class FakeEngine:
         self.work = work
         self.fault = fault
         self.fault_after = fault_after
-        self.clock = _WallClock()
+        self.clock = WallClock()
         self.memory_bytes = 1 << 20
-        self.prediction = None
-        self.last_device_time = None
         self.calls = 0
 
     def infer(self, batch: Optional[int] = None) -> Any:
-        from .worker import window_started
-
         if window_started():
             self.calls += 1
             if self.fault is not None and self.calls > self.fault_after:
@@ -99,8 +91,6 @@ class FakeEngine:
             # a PyDLL call keeps the GIL: no Python thread of this process runs again
             ctypes.PyDLL(None).sleep(3600)
 
-    def close(self) -> None:
-        pass
 
 
 def open_fake(model: Any, *, backend: str = "fake", device: Any = None, seed: int = 0, processes: int = 1,
@@ -120,8 +110,6 @@ def open_fake(model: Any, *, backend: str = "fake", device: Any = None, seed: in
         print(f"fake engine {model}: started child process {proc.pid}", flush=True)
     if mine and fault == "raise-on-load":
         print(f"fake engine {model}: cannot load", file=sys.stderr, flush=True)
-        from ..errors import ModelError
-
         raise ModelError(f"fake model {model!r}: injected load failure")
     if mine and fault == "hang-on-load":
         print(f"fake engine {model}: hanging while loading", flush=True)
