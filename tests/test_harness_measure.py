@@ -46,6 +46,7 @@ class DeviceTimedEngine(ScriptedEngine):
     """Reports a device time below its clock time, as the TensorRT backend does with CUDA events."""
 
     backend = "tensorrt"
+    reports_device_time = True
 
     def infer(self, batch=None):
         self.clock.advance(0.010)

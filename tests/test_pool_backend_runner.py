@@ -69,17 +69,16 @@ def test_a_conftest_backend_runs_its_pools_with_its_own_runner(pytester, monkeyp
 
 
 @pytest.fixture
-def registered():
-    names = []
+def registered(monkeypatch):
+    """A backend added to the table a pool reads without a session (a session's comes from
+    config.stash): a new table, the built-in one unchanged."""
+    from pytest_jetson.run import pool
 
     def register(backend):
-        BACKENDS.register(backend)
-        names.append(backend.name)
+        monkeypatch.setattr(pool, "BACKENDS", pool.BACKENDS.extended([backend]))
         return backend
 
-    yield register
-    for name in names:
-        BACKENDS.unregister(name)
+    return register
 
 
 def _counted(run):
