@@ -14,9 +14,12 @@ def pytest_jetson_backends(config):
     """Return engine backends to add: a list of ``pytest_jetson.engines.Backend``.
 
     ``Backend(name, open=..., available=..., clock="wall", device_time=False, pools="processes",
-    default_for=None)``; ``open(model, *, device, clock, seed, precision, batch, dla_core,
-    **options)`` returns an engine (``pytest_jetson.engines.base.Engine``). The name becomes a
-    ``--jetson-backend`` choice.
+    pool=None, default_for=None)``; ``open(model, *, device, clock, seed, precision, batch,
+    dla_core, **options)`` returns an engine (a subclass of ``pytest_jetson.engines.base.Engine``:
+    ``_infer(batch)``, and optionally ``_run(feeds, batch)`` for the caller's inputs,
+    ``timed_run``, ``measurement_extra``). ``pool``: the backend's own pool runner, a callable
+    taking a ``pytest_jetson.run.pool_spec.PoolRun`` or its import path ``"module:function"``.
+    The name becomes a ``--jetson-backend`` choice.
     """
 
 

@@ -15,7 +15,7 @@ from ..errors import EngineError
 from ..registry import Registry
 from .registry import BACKENDS, Backend
 
-__all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "open_engine"]
+__all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "Unsupported", "as_engine", "open_engine"]
 
 #: Options an opener may be given beside precision, batch and dla_core; each backend uses those it
 #: knows (a simulated engine has no workspace, onnxruntime no CUDA graphs) and ignores the rest,
@@ -23,7 +23,7 @@ __all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "open_engine"]
 OPTIONS = frozenset({"resolution", "input_shape", "processes", "threads", "workspace", "cache_dir",
                      "io", "cuda_graph", "precision_fallback", "timing_cache"})
 
-_WHERE = {"Engine": "base", "TensorSpec": "base"}
+_WHERE = {"Engine": "base", "TensorSpec": "base", "Unsupported": "base", "as_engine": "base"}
 
 
 def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16", batch: int = 1,

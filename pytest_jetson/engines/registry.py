@@ -55,8 +55,8 @@ class Backend:
     ``run.pool_spec.PoolRun`` or its import path (``"module:function"``); None: ``pools`` says,
     "processes" (real spawned processes; the opener must be importable by reference), "model"
     (the simulator's contention model) or "none" (no pools). ``pool_deadline_s``: the default
-    time limit of a pool beyond its warm-up and window, engine builds included. ``pool_options``: options every pool worker opens its
-    engine with unless its workload sets them. ``default_for``: "board" or "host", where it is the
+    time limit of a pool beyond its warm-up and window, engine builds included. ``pool_options``:
+    options every pool worker opens its engine with unless its workload sets them. ``default_for``: "board" or "host", where it is the
     session's default. ``available()``: None when usable here, else why not and the fix.
     ``title``: its name for people (the run's header); ``version()``: the version of what runs
     the engines, when the device's fingerprint does not already hold it (None: nothing to add).
