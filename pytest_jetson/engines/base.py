@@ -79,6 +79,8 @@ class Engine:
         #: Bytes the engine holds (weights, activations, I/O buffers); None where unknown.
         self.memory_bytes: Optional[int] = None
         self.clock: Any = None
+        #: The DLA core the engine runs on (None: the GPU), which names its accelerator.
+        self.dla_core: Optional[int] = None
         #: The device's own time of the last ``infer`` call (backends whose row says device_time).
         self.last_device_time: Optional[float] = None
         self.closed = False
@@ -247,6 +249,7 @@ class _Adapted(Engine):
     batch = property(lambda self: self._get("batch", 1))  # type: ignore[assignment]
     max_batch = property(lambda self: self._get("max_batch", self.batch))  # type: ignore[assignment]
     memory_bytes = property(lambda self: self._get("memory_bytes"))  # type: ignore[assignment]
+    dla_core = property(lambda self: self._get("dla_core"))  # type: ignore[assignment]
     clock = property(lambda self: self.obj.clock)  # type: ignore[assignment]
     last_device_time = property(lambda self: self._get("last_device_time"))  # type: ignore[assignment]
     reports_device_time = property(lambda self: bool(self._get("reports_device_time", False)))  # type: ignore[assignment]

@@ -2,6 +2,7 @@
 
 from typing import Any, Callable, Dict, List, Optional
 
+from ..engines.base import as_engine
 from .measurement import Measurement
 
 
@@ -10,13 +11,9 @@ def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
     env: Dict[str, Any] = {}
     if context is not None:
         env.update(context.fingerprint())
-    env.update(
-        precision=getattr(engine, "precision", None),
-        batch=getattr(engine, "batch", None),
-        backend=getattr(engine, "backend", None),
-        model=getattr(engine, "model", None),
-        accelerator=accelerator_of(getattr(engine, "dla_core", None)),
-    )
+    engine = as_engine(engine)
+    env.update(precision=engine.precision, batch=engine.batch, backend=engine.backend,
+               model=engine.model, accelerator=accelerator_of(engine.dla_core))
     return env
 
 

@@ -106,17 +106,16 @@ def resolve_factory(factory: Any) -> Callable[..., Any]:
         return open_engine
     if callable(factory):
         return factory
-    module_name, _, attr = str(factory).partition(":")
+    _, _, attr = str(factory).partition(":")
     if not attr:
         from ..errors import ConfigError
 
         raise ConfigError(
             f"engine_factory={factory!r}: write it as 'package.module:function'"
         )
-    import importlib
+    from ..engines.registry import import_reference
 
-    module = importlib.import_module(module_name)
-    return getattr(module, attr)
+    return import_reference(str(factory))
 
 
 def open_worker_engine(spec: Any, run: Dict[str, Any]) -> Any:
