@@ -13,6 +13,7 @@ This module sits at the bottom of the house: of the project it imports only ``er
 """
 
 import dataclasses
+import difflib
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -286,8 +287,6 @@ def get(name: str) -> Metric:
 
 
 def unknown_message(name: str, where: str = "") -> str:
-    import difflib
-
     close = difflib.get_close_matches(name, list(METRICS), n=1, cutoff=0.5)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     at = f" on {where}" if where else ""

@@ -7,13 +7,15 @@ and the ``PerfSession`` registered below (the gate, the results, the files writt
 The session's tables of backends and telemetry sources (the built-in rows plus the plugins') live
 in ``config.stash`` and travel in the Context.
 
-The gate, the measurements and the reports are imported inside the hooks and fixtures that use
-them: a run without perf tests loads neither them nor numpy.
+The gate, the measurements and the reports (all but the test counts every session keeps) are
+imported inside the hooks and fixtures that use them: a run without perf tests loads neither them
+nor numpy.
 """
 
 import dataclasses
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,7 @@ from .engines import open_engine
 from .engines.registry import BACKENDS
 from .errors import BoundError, ConfigError, JetsonError
 from .options import BY_FIELD, BY_INI, INI_KEYS, OPTIONS, parser_arguments, read
+from .report.counts import TestCounts
 from .settings import Settings, check_budget
 from .telemetry.registry import SOURCES, SourceContext
 from .telemetry.select import check_name
@@ -473,8 +476,6 @@ class PerfSession:
         self.deselected = 0
         self.lines = []
         self.errors = []
-        from .report.counts import TestCounts
-
         self.counts = TestCounts()
 
     @property
@@ -624,8 +625,6 @@ class PerfSession:
         s = self.ctx.settings
         if self.results or s.update_baselines or s.prune_baselines:
             return True
-        from pathlib import Path
-
         root = Path(s.baselines)
         if not root.is_absolute():
             root = self.project() / root

@@ -12,34 +12,32 @@ LAZY_DEPENDENCIES = {"tensorrt", "pycuda", "cuda", "onnxruntime", "jtop", "pynvm
 #: the plugin's face imports the gate, the measurements and the reports in the hooks that use them
 FACE = {"pytest_jetson/plugin.py"}
 
-#: package modules imported late on purpose: they load numpy, which a run without perf tests must
-#: not, or they are a table row's implementation, which the table read at start-up need not load
+#: imports made late on purpose: they load numpy or the gate, which a run without perf tests must
+#: not (a run that asks only for the Markdown report or plots included), they are a table row's
+#: implementation, which the table read at start-up need not load, or they cost a command that
+#: never uses them
 ON_PURPOSE = {
     ("pytest_jetson/context.py", "pytest_jetson.telemetry.factory"),  # numpy
     ("pytest_jetson/telemetry/registry.py", "pytest_jetson.telemetry.simulated"),  # numpy
+    # the plugin makes its test counts at start-up; only the perf results need the gate's verdicts
+    ("pytest_jetson/report/counts.py", "pytest_jetson.gate"),
+    ("pytest_jetson/report/files.py", "pytest_jetson.report.jsonreport"),  # numpy, through the gate
+    ("pytest_jetson/report/plots.py", "pytest_jetson.telemetry.series"),  # numpy
+    # importlib.metadata: about 20 ms that `pytest-jetson devices` would pay for nothing
+    ("pytest_jetson/devices/detect.py", "importlib"),
 } | {("pytest_jetson/telemetry/registry.py", f"pytest_jetson.telemetry.{source}")
      for source in ("jtop", "tegrastats", "sysfs", "nvml", "host")}
 
 #: modules whose function-level imports are still to be moved to the top; this set only shrinks
 NOT_YET = {
-    "pytest_jetson/cli/__init__.py", "pytest_jetson/cli/calibrate.py", "pytest_jetson/cli/compare.py",
-    "pytest_jetson/cli/devices.py", "pytest_jetson/cli/diff.py", "pytest_jetson/cli/history.py",
-    "pytest_jetson/cli/models.py", "pytest_jetson/cli/plot.py", "pytest_jetson/cli/show.py",
-    "pytest_jetson/cli/sweep.py", "pytest_jetson/clock.py", "pytest_jetson/devices/detect.py",
-    "pytest_jetson/engines/base.py", "pytest_jetson/engines/cache.py", "pytest_jetson/engines/onnxruntime.py",
-    "pytest_jetson/engines/qdq.py", "pytest_jetson/engines/registry.py", "pytest_jetson/engines/simulated.py",
+    "pytest_jetson/clock.py", "pytest_jetson/engines/base.py", "pytest_jetson/engines/cache.py",
+    "pytest_jetson/engines/onnxruntime.py", "pytest_jetson/engines/qdq.py",
+    "pytest_jetson/engines/registry.py", "pytest_jetson/engines/simulated.py",
     "pytest_jetson/engines/tensorrt.py", "pytest_jetson/engines/tensorrt_build.py",
-    "pytest_jetson/gate/baseline.py", "pytest_jetson/gate/family.py", "pytest_jetson/gate/session.py",
-    "pytest_jetson/metrics.py", "pytest_jetson/models/zoo.py", "pytest_jetson/report/counts.py",
-    "pytest_jetson/report/figures.py", "pytest_jetson/report/files.py", "pytest_jetson/report/history.py",
     "pytest_jetson/run/harness.py", "pytest_jetson/run/measurement.py", "pytest_jetson/run/pool.py",
     "pytest_jetson/run/pool_fakes.py", "pytest_jetson/run/pool_procs.py", "pytest_jetson/run/pool_reaper.py",
     "pytest_jetson/run/pool_sim.py", "pytest_jetson/run/recorder.py", "pytest_jetson/run/worker.py",
-    "pytest_jetson/sim/__init__.py", "pytest_jetson/sim/arch.py", "pytest_jetson/sim/calibrate.py",
-    "pytest_jetson/sim/costs.py", "pytest_jetson/sim/hardware.py", "pytest_jetson/sim/prediction.py",
-    "pytest_jetson/sim/sources.py", "pytest_jetson/sim/sweeps.py", "pytest_jetson/sim/workload.py",
-    "pytest_jetson/telemetry/jtop.py", "pytest_jetson/telemetry/nvml.py", "pytest_jetson/telemetry/sampler.py",
-    "pytest_jetson/telemetry/tegrastats.py",
+    "pytest_jetson/telemetry/sampler.py",
 }
 
 FOUND = list(imports())

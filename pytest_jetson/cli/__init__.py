@@ -5,9 +5,14 @@ heavy simulation code it does not need. The domain packages export functions and
 this package.
 """
 
+import difflib
 import importlib
+import os
 import sys
 from typing import Dict, List, Optional
+
+from .. import __version__
+from ..errors import JetsonError
 
 #: name -> one-line help; the code is ``pytest_jetson.cli.<name>.main``.
 COMMANDS: Dict[str, str] = {
@@ -40,20 +45,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(_usage())
         return 0
     if args[0] in ("-V", "--version"):
-        from .. import __version__
-
         print(f"pytest-jetson {__version__}")
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        import difflib
-
         close = difflib.get_close_matches(name, list(COMMANDS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         print(f"pytest-jetson: unknown command {name!r}.{hint}\n\n{_usage()}", file=sys.stderr)
         return 2
-    from ..errors import JetsonError
-
     try:
         return int(importlib.import_module(f"{__name__}.{name}").main(rest) or 0)
     except JetsonError as exc:
@@ -64,8 +63,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BrokenPipeError:
         # `pytest-jetson ... | head` closed the pipe: not an error. Point stdout at devnull so the
         # interpreter's last flush does not raise again.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

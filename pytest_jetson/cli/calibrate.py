@@ -3,9 +3,11 @@ leave-one-source-out; for developers, the refit of its constants."""
 
 import argparse
 import sys
+import textwrap
 from typing import List, Optional
 
 from ..errors import JetsonError
+from ..sim import calibrate as cal
 
 
 def _run(argv: Optional[List[str]] = None) -> int:
@@ -25,8 +27,6 @@ def _run(argv: Optional[List[str]] = None) -> int:
                                                         "--cross-validate")
     ap.add_argument("--write", action="store_true", help="with --fit: write sim/data/calibration.json")
     args = ap.parse_args(argv)
-    from ..sim import calibrate as cal
-
     cross = args.cross_validate or args.fit
     if cross:
         print("cross-validating: one fit per published source (about half a minute) ...", file=sys.stderr)
@@ -40,8 +40,6 @@ def _run(argv: Optional[List[str]] = None) -> int:
         print(f"wrote {cal.K.CALIBRATION_PATH}", file=sys.stderr)
     print(cal.format_report(rep, verbose=not args.summary))
     if args.verbose:
-        import textwrap
-
         print("\nnot expressible:")
         for row, why in rep["skipped"]:
             head = f"  {row['id']:>4} {row['source_id']:<13} {str(row['model'])[:30]:<30} "

@@ -9,6 +9,7 @@ and a note for every file that was odd and ignored.
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -324,8 +325,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BrokenPipeError:
         # `pytest-jetson devices | head` closes the pipe early; that is not an error. Point stdout
         # at devnull so the interpreter's final flush does not raise again.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 

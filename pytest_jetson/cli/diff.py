@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
+from ..gate.baseline import entries_of_text, read_file
 from ..gate.merge import REWRITE_ALPHA, metric_changed
 from ..metrics import METRICS, defaults, format_value
 from ..report.text import Column, table
@@ -52,8 +53,6 @@ def _toplevel(cwd: Path) -> Path:
 
 
 def load_directory(root: Path) -> Entries:
-    from ..gate.baseline import read_file
-
     out: Entries = {}
     for f in sorted(root.rglob("*.json")):
         if not f.is_file():
@@ -66,8 +65,6 @@ def load_directory(root: Path) -> Entries:
 
 def load_revision(rev: str, baselines: Path, cwd: Path) -> Entries:
     """Every baseline file under ``baselines`` at revision ``rev``."""
-    from ..gate.baseline import entries_of_text
-
     top = _toplevel(cwd)
     try:
         prefix = baselines.resolve().relative_to(top).as_posix()

@@ -14,11 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..errors import BaselineError
+from ..report import history
+from ..report.markdown import write
+from ..report.plots import pyplot, slug
+from ..report.text import natural_key
+from .compare import width
+
 
 def _expand(paths: Sequence[Path]) -> List[Path]:
     """Files as given; a directory stands for the JSON reports in it (sorted naturally)."""
-    from ..report.text import natural_key
-
     out: List[Path] = []
     for p in paths:
         if p.is_dir():
@@ -80,9 +85,6 @@ def _got_worse(found: Sequence[Any]) -> bool:
 def _draw(plt: Any, folder: Path, members: Sequence[Any], found: Sequence[Any], draw_all: bool) -> str:
     """The overview and the trends of the tests worth a look (every test with ``draw_all``);
     returns the line saying what was written."""
-    from ..report import history
-    from ..report.plots import slug
-
     folder.mkdir(parents=True, exist_ok=True)
     history.overview(plt, members, found, folder / "overview.png")
     keys = list(dict.fromkeys(s.key for s in found))
@@ -97,8 +99,6 @@ def _draw(plt: Any, folder: Path, members: Sequence[Any], found: Sequence[Any], 
 
 
 def _environments(runs: Sequence[Any], groups: Dict[Any, List[Any]]) -> List[str]:
-    from ..report import history
-
     if len(groups) <= 1:
         return []
     lines = [f"{len(runs)} reports from {len(groups)} environments, analysed apart:"]
@@ -108,18 +108,12 @@ def _environments(runs: Sequence[Any], groups: Dict[Any, List[Any]]) -> List[str
 
 
 def _write_md(path: str, md: List[str]) -> None:
-    from ..report.markdown import write
-
     step_summary = path == os.environ.get("GITHUB_STEP_SUMMARY")
     write(path, "\n".join(["## pytest-jetson history", ""] + md) + "\n", append=step_summary)
     print(f"wrote {path}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..errors import BaselineError
-    from ..report import history
-    from .compare import width
-
     args = _parser().parse_args(argv)
     try:
         min_change = _min_change(args)
@@ -129,8 +123,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     plt = None
     if not args.no_plots:
-        from ..report.plots import pyplot, slug
-
         plt = pyplot("history plots need")
     md: List[str] = []
     worse = False

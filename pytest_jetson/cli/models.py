@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import List
 
-from ..errors import JetsonError
+from ..engines.base import is_path
+from ..errors import JetsonError, ModelError
+from ..models import zoo
+from ..models.graph import analyze
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,17 +26,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def rows(names: List[str] | None = None, resolution: int | None = None, batch: int = 1) -> List[dict]:
-    from ..engines.base import is_path
-    from ..models import zoo
-
     out = []
     for name in names or zoo.names():
         if is_path(name):
-            from pathlib import Path
-
-            from ..errors import ModelError
-            from ..models.graph import analyze
-
             if not Path(name).is_file():
                 raise ModelError(f"{name}: no such ONNX file; pass an existing .onnx path or a zoo "
                                  f"name ({', '.join(zoo.names())})")

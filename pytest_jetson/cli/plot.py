@@ -6,6 +6,10 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from ..report.figures import Point, draw, iter_measurements, load_report, run_names
+from ..report.models import check_known, matches, models_of
+from ..report.plots import pyplot
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
@@ -20,10 +24,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--model", action="append", dest="models", metavar="NAME|PATH",
                         help="only the measurements of this model: a zoo name or an .onnx path (repeatable)")
     args = parser.parse_args(argv)
-    from ..report.figures import Point, draw, iter_measurements, load_report, run_names
-    from ..report.models import check_known, matches, models_of
-    from ..report.plots import pyplot
-
     pyplot("plots need")  # a missing matplotlib is said before any report is read
     runs = run_names(args.reports)
     docs = [load_report(path) for path in args.reports]

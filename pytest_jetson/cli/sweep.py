@@ -2,10 +2,17 @@
 lowest-energy power mode under a latency budget."""
 
 import argparse
+import json
 import sys
+import textwrap
 from typing import Any, Dict, List, Optional
 
+from ..devices import registry
 from ..errors import JetsonError
+from ..report.text import Column, table
+from ..sim.sweeps import sweep
+from ..units import format_bytes, parse_duration
+from .compare import width
 
 
 def _split(text: Optional[str]) -> List[str]:
@@ -19,17 +26,7 @@ def _ints(text: str, what: str) -> List[int]:
         raise JetsonError(f"--{what} {text!r}: give integers separated by commas, e.g. 1,8,32") from None
 
 
-
-
-def width() -> int:
-    from .compare import width as terminal_width
-
-    return terminal_width()
-
-
 def _columns() -> Any:
-    from ..report.text import Column
-
     return (Column("power mode"), Column("prec"), Column("accel", drop=3), Column("batch", ">"),
             Column("procs", ">"), Column("items/s", ">"), Column("per proc", ">", drop=2),
             Column("lat ms", ">"), Column("p99 ms", ">", drop=4), Column("memory", ">"),
@@ -38,8 +35,6 @@ def _columns() -> Any:
 
 
 def _cells(r: Dict[str, Any]) -> List[str]:
-    from ..units import format_bytes
-
     return [r["power_mode"], r["precision"], r["accelerator"], str(r["batch"]), str(r["processes"]),
             f"{r['throughput']:.1f}", f"{r['per_process_throughput']:.1f}", f"{r['latency'] * 1e3:.3f}",
             f"{r['latency_p99'] * 1e3:.3f}", format_bytes(r["memory"]), f"{r['power']:.2f}",
@@ -47,14 +42,10 @@ def _cells(r: Dict[str, Any]) -> List[str]:
 
 
 def _say(text: str) -> None:
-    import textwrap
-
     print("\n".join(textwrap.wrap(text, width(), subsequent_indent="  ", break_on_hyphens=False)))
 
 
 def _print_table(rows: List[Dict[str, Any]]) -> None:
-    from ..report.text import table
-
     for line in table(_columns(), [_cells(r) for r in rows], width=width()):
         print(line)
 
@@ -86,17 +77,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    from ..sim import sweep
-    from ..units import parse_duration
-
     try:
         budget = parse_duration(args.max_latency, "--max-latency") if args.max_latency else None
         modes: Any = None
         if args.power_modes:
             modes = "all" if args.power_modes.strip().lower() == "all" else _split(args.power_modes)
         if isinstance(modes, list):  # an unknown mode's error names this command's option
-            from ..devices import registry
-
             profile = registry.get(args.device)
             modes = [profile.power_mode(m, option="--power-modes") for m in modes]
         res = sweep(args.device, args.model, precisions=_split(args.precision),
@@ -132,8 +118,6 @@ def main(argv: Optional[List[str]] = None) -> int:
              f"{best['throughput']:.1f} items/s, {best['power']:.2f} W")
         rc = 0
     if args.json:
-        import json
-
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"device": res.meta["device"], "model": res.meta["model"], "notes": res.notes,
                        "rows": rows, "pareto": front, "best": best}, fh, indent=1)

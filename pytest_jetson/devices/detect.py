@@ -348,16 +348,14 @@ def read_tensorrt_version(root: Optional[Path] = None) -> Optional[str]:
     """TensorRT's version without importing it: package metadata, else NvInferVersion.h, else dpkg."""
     r = _root(root)
     if str(r) == "/":
-        try:
-            from importlib import metadata
+        # late: importlib.metadata costs about 20 ms, which `pytest-jetson devices` need not pay
+        from importlib import metadata
 
-            for dist in ("tensorrt", "tensorrt-cu12", "tensorrt_libs"):
-                try:
-                    return metadata.version(dist)
-                except metadata.PackageNotFoundError:
-                    continue
-        except ImportError:  # pragma: no cover - Python < 3.8 only
-            pass
+        for dist in ("tensorrt", "tensorrt-cu12", "tensorrt_libs"):
+            try:
+                return metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                continue
     for header in ("/usr/include/aarch64-linux-gnu/NvInferVersion.h", "/usr/include/NvInferVersion.h"):
         text = read_text(r, header)
         if text:

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from filelock import FileLock
+
 from .. import fileio
 from ..errors import BaselineError
 from .file_format import dump_baseline, dumps, read_file
@@ -27,8 +29,6 @@ def lock_path(path: Path) -> Path:
 
 
 def lock(path: Path):
-    from filelock import FileLock
-
     return FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT)
 
 

@@ -1,5 +1,6 @@
 """Baseline files as the command line lists them (``pytest-jetson show`` and ``diff``)."""
 
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -24,8 +25,6 @@ def describe_file(path: Path) -> List[Dict[str, Any]]:
 def entries_of_text(text: str, name: str = "<text>") -> Dict[str, Any]:
     """The entries of a baseline file's text (another revision's, for ``pytest-jetson diff``),
     validated like a file on disk."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "baseline.json"
         p.write_text(text, encoding="utf-8")

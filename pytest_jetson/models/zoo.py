@@ -8,6 +8,7 @@ for vgg19's MACs and bytes without ever generating its 575 MB of weights.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
@@ -15,11 +16,14 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Tuple, Union
 
+import filelock
+
 from ..errors import ModelError
 from ..fileio import write_atomic
 from . import torchvision_nets as tv
 from . import yolo
 from .builder import Net
+from .graph import analyze as analyze_graph
 
 # Bump when a definition changes, so stale cache files are never reused.
 ZOO_VERSION = 2
@@ -72,8 +76,6 @@ def _entry(name: str) -> _Entry:
     try:
         return _ZOO[name]
     except (KeyError, TypeError):
-        import difflib
-
         close = difflib.get_close_matches(str(name), names(), n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise ModelError("unknown zoo model {!r}.{} Choose one of {}, or pass the path of an .onnx "
@@ -138,9 +140,7 @@ def build_structure(name: str, resolution: Resolution = None, batch: int | None 
 
 @functools.lru_cache(maxsize=256)
 def _stats(name: str, hw: Tuple[int, int], batch: int):
-    from .graph import analyze
-
-    stats = analyze(build_structure(name, hw), batch=batch)
+    stats = analyze_graph(build_structure(name, hw), batch=batch)
     stats.name = name
     return stats
 
@@ -155,8 +155,6 @@ def stats(name: str, resolution: Resolution = None, batch: int = 1):
 
 def analyze(name_or_path, batch: int = 1):
     """``graph.analyze`` that also takes a zoo name (a typo is an error naming the closest)."""
-    from .graph import analyze as analyze_graph
-
     if isinstance(name_or_path, str) and not os.path.isfile(name_or_path) and not name_or_path.endswith(".onnx"):
         return analyze_graph(build_structure(name_or_path), batch=batch)  # _entry names a typo
     return analyze_graph(name_or_path, batch=batch)
@@ -182,8 +180,6 @@ def path(name: str, batch: int | None = None, resolution: Resolution = None) -> 
     Safe across processes (pytest-xdist workers, pools): the first caller builds under a file
     lock and publishes with an atomic rename, so no caller ever reads a half-written file.
     """
-    import filelock
-
     hw = _resolution(name, resolution)
     if batch is not None and (not isinstance(batch, int) or batch < 1):
         raise ModelError(f"{name}: batch {batch!r} must be a positive int, or None for a dynamic batch")

@@ -25,16 +25,18 @@ from collections import defaultdict
 from pathlib import Path, PurePath
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from ..gate.reports import compare_reports
 from ..run.measurement import Measurement, PoolMeasurement, Spread
+from . import jsonreport
+from .jsonreport import results
 from .models import looks_like_path
+from .plots import comparison, pyplot, verdict_label
 from .text import natural_key
 
 
 def iter_measurements(doc: Any, path: Any = "") -> Iterator[Tuple[str, str, Measurement]]:
     """(test node id, baseline key, measurement) for every measurement a report holds; a test the
     report holds in another shape is a BaselineError naming ``path``."""
-    from .jsonreport import results
-
     for r in results(doc, path):
         for key, m in r.keyed():
             yield r.nodeid, key, m
@@ -110,8 +112,6 @@ def run_names(paths: Sequence[Path]) -> List[str]:
 
 
 def load_report(path: Path) -> Dict[str, Any]:
-    from . import jsonreport
-
     return jsonreport.load(path)
 
 
@@ -405,12 +405,7 @@ def _measurements(plt: Any, points: List[Point], runs: Sequence[str], out: Path,
 
 def _comparison(plt: Any, docs: Sequence[Dict[str, Any]], runs: Sequence[str], out: Path,
                 written: List[Path], skipped: List[str]) -> None:
-    from .jsonreport import results
-    from .plots import comparison, verdict_label
-
     if len(docs) == 2:
-        from ..gate.reports import compare_reports
-
         verdicts = compare_reports(docs[0], docs[1])
         rows = [(verdict_label(v.test, v), v) for v in verdicts]
         title = f"{runs[1]} against {runs[0]}"
@@ -429,8 +424,6 @@ def draw(points: List[Point], out: Path, docs: Sequence[Dict[str, Any]] = (),
          runs: Sequence[str] = ()) -> Tuple[List[Path], List[str]]:
     """Write every figure the points allow; returns the files written and the figures skipped.
     ``docs``/``runs``: the reports and their names, for the comparison."""
-    from .plots import pyplot
-
     plt = pyplot("plots need")
     out.mkdir(parents=True, exist_ok=True)
     written: List[Path] = []

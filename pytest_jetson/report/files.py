@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import JetsonError
+from . import markdown, plots
 
 
 def _why(option: str, path: Any, exc: BaseException) -> str:
@@ -53,16 +54,12 @@ def write_reports(results: Sequence[Any], settings: Any, fingerprint: dict, coun
     step_summary = settings.report_md is not None and settings.report_md == os.environ.get("GITHUB_STEP_SUMMARY")
     if settings.report_md and (results or not step_summary):
         def write_md() -> Any:
-            from . import markdown
-
             return markdown.write(settings.report_md, markdown.render(results, fingerprint, counts, title),
                                   append=step_summary)
 
         attempt("--jetson-report-md", settings.report_md, write_md)
     if settings.plots:
         def write_plots() -> Any:
-            from . import plots
-
             return [str(p) for p in plots.write_plots(results, settings.plots)]
 
         attempt("--jetson-plots", settings.plots, write_plots)

@@ -15,16 +15,19 @@ Within a group the runs are ordered by the time each report was written.
 
 import datetime as _dt
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
 from ..gate.verdict import outcome
-from ..metrics import METRICS, defaults
+from ..metrics import METRICS, defaults, display_unit
 from . import render
+from .jsonreport import load as load_report
+from .jsonreport import results
 from .text import natural_key
-from .trend import Trend, analyse
+from .trend import Trend, analyse, benjamini_hochberg
 
 #: metrics followed for a test that bounds none
 DEFAULT_METRICS = defaults("history")
@@ -76,9 +79,6 @@ def env_text(env: Tuple[str, str, str, str]) -> str:
 def load(paths: Sequence[Path]) -> List[Run]:
     """The reports as runs, oldest first; an unreadable one or mixed schema versions is a
     BaselineError naming the file."""
-    from .jsonreport import load as load_report
-    from .jsonreport import results
-
     if not paths:
         raise BaselineError("history needs JSON reports (from --jetson-report-json), oldest to newest")
     runs = []
@@ -211,8 +211,6 @@ def series(runs: Sequence[Run], alpha: float = 0.01, drift_alpha: float = 0.05,
 def _across_the_suite(found: List[Series], alpha: float, drift_alpha: float) -> None:
     """Keep only the steps and drifts that stay discoveries among all the suite's metrics
     (Benjamini-Hochberg): hundreds of metrics would otherwise turn noise into findings."""
-    from .trend import benjamini_hochberg
-
     steps = [(s, st) for s in found for st in s.trend.steps]
     keep = benjamini_hochberg([st.p for _, st in steps], alpha, tests=len(found))
     for (s, st), ok in zip(steps, keep):
@@ -256,8 +254,6 @@ def drift_lines(found: Sequence[Series], confidence: float = 0.95) -> List[Tuple
 
 
 def text(runs: Sequence[Run], found: Sequence[Series], width: int = 0) -> List[str]:
-    import textwrap
-
     env = env_text(runs[0].env)
     head = (f"history of {len(runs)} runs ({runs[0].date} .. {runs[-1].date}) on {env}: "
             f"{len({s.key for s in found})} tests, {len(found)} metrics")
@@ -356,8 +352,6 @@ def _trend(ax: Any, s: Series, xs: List[int], pts: List[Point], factor: float) -
 
 def _metric_axes(ax: Any, s: Series) -> None:
     """One metric's runs: values with their intervals, baseline and band, bounds and trend."""
-    from ..metrics import display_unit
-
     present = s.present
     pts = [s.points[i] for i in present]
     factor, unit = display_unit(s.metric, sorted(p.value for p in pts)[len(pts) // 2])  # type: ignore[union-attr]

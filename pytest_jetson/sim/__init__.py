@@ -9,6 +9,7 @@ them. The virtual clock lives in ``pytest_jetson.clock`` (real backends use its 
 Names are imported on first use, so importing this package stays cheap.
 """
 
+import importlib
 from typing import Any
 
 __all__ = ["OutOfMemory", "Prediction", "SweepResult", "predict", "sweep"]
@@ -19,8 +20,6 @@ _WHERE = {"OutOfMemory": "prediction", "Prediction": "prediction", "predict": "p
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        import importlib
-
         module = importlib.import_module(f"{__name__}.{_WHERE[name]}")
         value = getattr(module, name)
         globals()[name] = value

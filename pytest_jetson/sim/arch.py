@@ -10,6 +10,8 @@ on tensor cores; Blackwell (Thor) adds fp8 and fp4.
 
 from typing import Dict, Optional, Tuple
 
+from ..errors import ConfigError
+
 #: Bytes per stored value for a precision (weights and activations).
 BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "fp4": 0.5}
 
@@ -81,8 +83,6 @@ def effective_precision(arch: str, precision: str, device_precisions: Tuple[str,
     ``tf32``: the harness builds fp32 engines with TensorRT's TF32 flag left on (its default).
     Raises ``ConfigError`` for a precision the device cannot run at all.
     """
-    from ..errors import ConfigError
-
     p = normalise_precision(precision)
     listed = tuple(normalise_precision(x) for x in device_precisions) or tuple(ARCH[arch]["cuda"])
     if p == "int8" and arch in NO_FAST_INT8:

@@ -19,11 +19,15 @@ harness's default, as a new user's numbers would be predicted.
     pytest-jetson calibrate --fit --write   # refit (developers; deterministic)
 """
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..devices.device import Device, as_device
+from ..devices.profile import PowerMode
+from ..fileio import write_atomic
 from . import constants as K
 from .arch import rate
 from .core import Tables, evaluate
@@ -31,8 +35,16 @@ from .costs import ARCHS, A, Costs, dla_costs, fallback_costs, gpu_costs
 from .engine import Engine, P, plan
 from .hardware import Hardware, cores_per_sm, resolve
 from .harness import get as get_harness
-from .plan import available_memory, harness_columns, idle_rule, memory, transitions
-from .published import Case, cases, contrasts
+from .plan import (
+    available_memory,
+    check_accelerator,
+    harness_columns,
+    idle_rule,
+    memory,
+    resolve_precision,
+    transitions,
+)
+from .published import SOURCES, Case, cases, contrasts
 from .workload import KIND, load
 
 # ---------------------------------------------------------------------------------------------
@@ -131,10 +143,6 @@ def _prepare(case: Case) -> _Prepared:
     key = f"{case.id}:{case.source}"
     if key in _PREP:
         return _PREP[key]
-    from ..devices.device import Device, as_device
-    from ..devices.profile import PowerMode
-    from .plan import check_accelerator, resolve_precision
-
     dev = as_device(case.device)
     if isinstance(case.mode, PowerMode):
         dev = Device(profile=dev.profile, power_mode=case.mode, simulated=True)
@@ -663,8 +671,6 @@ def format_report(rep: Dict[str, Any], verbose: bool = True) -> str:
     lines.append("")
     lines.append("Sources and the harness each measured with:")
     used = sorted({r["case"].source for r in rep["rows"]})
-    from .published import SOURCES
-
     for src in used:
         spec = SOURCES.get(src)
         if spec is not None:
@@ -745,10 +751,6 @@ def to_json(f: Fit, rep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
 
 
 def write(data: Dict[str, Any], path=None) -> None:
-    import json
-
-    from ..fileio import write_atomic
-
     path = path or K.CALIBRATION_PATH
     body = {"schema": K.SCHEMA,
             "about": ("Fitted constants of the simulated Jetson (pytest_jetson/sim): shared, or per architecture, "

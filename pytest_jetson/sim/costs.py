@@ -34,7 +34,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from .arch import ARCH, PRECISIONS
+from .arch import ARCH, PRECISIONS, rate
 from .engine import P_BYTES, Engine, P
 from .workload import KIND
 
@@ -162,8 +162,6 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
 
 def dla_costs(e: Engine, arch: str, precision: str, batch: int, c: Dict[str, Any]) -> Costs:
     """The kernels of ``e`` that NVDLA runs, on one DLA core at ``dla_eff`` of its peak."""
-    from .arch import rate
-
     sel = e.dla_ok & (e.source >= 0)
     r = rate(arch, "dla", precision) or rate(arch, "dla", "fp16")
     moved = batch * (e.in_bytes[sel] + e.out_bytes[sel]) + e.weight_bytes[sel]

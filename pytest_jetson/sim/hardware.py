@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
+from ..devices.device import as_device
 from ..errors import ConfigError
 from .arch import arch_key
 
@@ -151,8 +152,6 @@ def _dla_mhz(prof: Any, mode: Any, notes: List[str]):
 
 def resolve(device: Any, power_mode: Any = None) -> Hardware:
     """A Device (or name/Profile) and power mode -> Hardware, with notes for every fallback."""
-    from ..devices.device import as_device
-
     dev = as_device(device, power_mode)
     prof = dev.profile
     mode = dev.power_mode
@@ -176,6 +175,4 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
 
 
 def profile_precisions(device: Any):
-    from ..devices.device import as_device
-
     return as_device(device).profile.precisions

@@ -7,10 +7,11 @@ from typing import Any, Dict, List
 import numpy as np
 
 from ..errors import SimulationError
+from ..units import format_bytes
 from . import core, plan
-from .hardware import resolve
+from .hardware import profile_precisions, resolve
 from .harness import get as get_harness
-from .workload import load
+from .workload import KINDS, load
 
 
 class OutOfMemory(SimulationError):
@@ -82,8 +83,6 @@ class Prediction:
 
 
 def _oom_message(hw, model, precision, batch, processes, per_process, parts, available) -> str:
-    from ..units import format_bytes
-
     fit = int(available // per_process) if per_process > 0 else 0
     detail = ", ".join(f"{k} {format_bytes(v)}" for k, v in parts.items())
     fix = (f"use at most {fit} processes at this batch" if fit >= 1
@@ -112,16 +111,12 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
     h = get_harness(harness)
     hw = resolve(device, power_mode)
     notes: List[str] = list(hw.notes)
-    from .hardware import profile_precisions
-
     p = plan.resolve_precision(hw, precision, profile_precisions(device), notes, h)
     n_gpu, n_dla = plan.check_accelerator(accelerator, hw, processes, p)
     w = load(model, resolution)
     notes.extend(w.notes)
     c = plan.device_constants(hw, notes)
     if n_dla:
-        from .workload import KINDS
-
         fb = [KINDS[k] for k in w.kind[~w.dla_ok]]
         if fb:
             notes.append(f"DLA: {len(fb)} of {w.n_kernels} layers fall back to the GPU "

@@ -8,11 +8,13 @@ silently.
 """
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..devices import registry
 from ..errors import SimulationError
+from ..models import zoo
 from .arch import normalise_precision
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -145,23 +147,15 @@ def _mode(source: str, family: str, text: str) -> Any:
             return name
     if source == "VD_G" and t.startswith("25W"):
         # "25W pinned (918 MHz)": the mode's clocks held at their maximum, no DVFS below them
-        import dataclasses
-
-        from ..devices import registry
-
-        return dataclasses.replace(registry.get("orin-nano-8gb-super").power_mode("25W"), name="25W-pinned",
-                                   budget_w=None)
+        return replace(registry.get("orin-nano-8gb-super").power_mode("25W"), name="25W-pinned",
+                       budget_w=None)
     if source == "IGPU":
         return "15W"
     if source == "CUDLA":
         # "Orin-X" at GPU 1275 MHz, EMC 3200 MHz, DLA 1331 MHz: AGX Orin's MAXN at those clocks
-        from ..devices import registry
-
         prof = registry.get("agx-orin-64gb")
-        import dataclasses
-
-        return dataclasses.replace(prof.power_mode("MAXN"), name="GPU1275-DLA1331", gpu_max_mhz=1275.0,
-                                   emc_max_mhz=3200.0, dla_max_mhz=1331.0)
+        return replace(prof.power_mode("MAXN"), name="GPU1275-DLA1331", gpu_max_mhz=1275.0,
+                       emc_max_mhz=3200.0, dla_max_mhz=1331.0)
     if source in ("MLP20", "MLP31") or "MAXN" in t or t.startswith("not stated") or not t:
         return "fastest"
     return None
@@ -208,8 +202,6 @@ def _setting(row: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
 
 
 def _zoo_model(model_text: str) -> Optional[str]:
-    from ..models import zoo
-
     model = _MODELS.get(model_text.lower())
     if model is None and model_text.lower() in zoo.names():
         model = model_text.lower()

@@ -10,7 +10,10 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
+from ..devices.device import Device, as_device
+from ..devices.profile import PowerMode
 from ..errors import ConfigError
+from ..units import parse_duration
 from . import core, plan
 from .hardware import profile_precisions, resolve
 from .harness import get as get_harness
@@ -93,8 +96,6 @@ class SweepResult:
                   max_power: Union[None, float, str] = None) -> Optional[Dict[str, Any]]:
         """The row minimising ``metric`` (energy per item) with latency <= ``max_latency`` (seconds or
         "5ms") and power <= ``max_power``; None when nothing meets the budget."""
-        from ..units import parse_duration
-
         ok = ~self.columns["oom"]
         if max_latency is not None:
             limit = parse_duration(max_latency, "max latency") if isinstance(max_latency, str) else float(max_latency)
@@ -116,9 +117,6 @@ def _as_list(value: Any, default: Sequence[Any]) -> List[Any]:
 
 
 def _modes(device: Any, power_modes: Any) -> List[Any]:
-    from ..devices.device import Device, as_device
-    from ..devices.profile import PowerMode
-
     dev = as_device(device)
     if power_modes is None:
         return [dev]

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from ..errors import ModelError
+from ..models import graph, zoo
 
 KINDS = ("conv", "depthwise", "gemm", "pool", "elementwise", "resize", "concat", "softmax", "other",
          "reformat")
@@ -260,15 +261,11 @@ def from_stats(stats: Any) -> Workload:
 
 @lru_cache(maxsize=64)
 def _zoo_workload(name: str, resolution: Any) -> Workload:
-    from ..models import zoo
-
     return from_stats(zoo.stats(name, resolution=resolution, batch=1))
 
 
 @lru_cache(maxsize=32)
 def _file_workload(path: str, mtime: float) -> Workload:
-    from ..models import graph
-
     return from_stats(graph.analyze(path, batch=1))
 
 

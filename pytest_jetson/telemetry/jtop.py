@@ -25,6 +25,7 @@ import re
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..errors import TelemetryError
 from .base import Reading, Source, SourceDied
 
 JTOP_MISSING = "jetson-stats is not installed: pip install 'pytest-jetson[jtop]'"
@@ -229,8 +230,6 @@ class JtopSource(Source):
         return why
 
     def start(self, interval: float) -> None:
-        from ..errors import TelemetryError
-
         client, why = _Shared.get()
         if client is None:
             raise TelemetryError(f"telemetry source jtop: {why}")

@@ -6,6 +6,7 @@ in use on the device (all processes). Install with ``pip install 'pytest-jetson[
 
 from typing import Any, Dict, List, Optional
 
+from ..errors import TelemetryError
 from .base import Reading, Source
 
 NVML_MISSING = "nvidia-ml-py not installed: pip install 'pytest-jetson[nvml]'"
@@ -64,8 +65,6 @@ class NvmlSource(Source):
         return None
 
     def start(self, interval: float) -> None:
-        from ..errors import TelemetryError
-
         try:
             self._nv = _pynvml()
         except ImportError as exc:

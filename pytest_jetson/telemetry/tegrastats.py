@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
+from ..errors import TelemetryError
 from .base import Reading, Source, SourceDied
 
 #: Readings at or below this are "sensor absent" placeholders (tegrastats prints -256C).
@@ -419,8 +420,6 @@ class TegrastatsSource(Source):
         return None
 
     def start(self, interval: float) -> None:
-        from ..errors import TelemetryError
-
         ms = max(1, int(round(interval * 1000)))
         self._pending, self._ended, self._stopping = [], False, False
         self.malformed_lines, self.lines, self.last_malformed = 0, 0, None
