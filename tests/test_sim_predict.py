@@ -436,3 +436,13 @@ def test_a_missing_or_malformed_calibration_file_is_an_error_naming_it(tmp_path,
         monkeypatch.undo()
         constants.reload()
     assert predict(NANO, "resnet50", "int8", 1).throughput > 0
+
+
+def test_a_tensorrt_plan_is_refused_with_the_file_to_pass_instead(tmp_path):
+    from pytest_jetson.errors import ModelError
+    from pytest_jetson.sim import workload
+
+    plan = tmp_path / "yolo.engine"
+    plan.write_bytes(b"\0" * 16)
+    with pytest.raises(ModelError, match=r"yolo\.engine: a TensorRT plan holds no graph .*\.onnx file"):
+        workload.load(str(plan))

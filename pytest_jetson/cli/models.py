@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import List
 
-from ..engines.base import is_path
 from ..errors import JetsonError, ModelError
 from ..models import zoo
 from ..models.graph import analyze
+from ..models.reference import resolve
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
 def rows(names: List[str] | None = None, resolution: int | None = None, batch: int = 1) -> List[dict]:
     out = []
     for name in names or zoo.names():
-        if is_path(name):
+        if resolve(name).is_file:
             if not Path(name).is_file():
                 raise ModelError(f"{name}: no such ONNX file; pass an existing .onnx path or a zoo "
                                  f"name ({', '.join(zoo.names())})")

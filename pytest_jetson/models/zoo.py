@@ -24,6 +24,7 @@ from . import torchvision_nets as tv
 from . import yolo
 from .builder import Net
 from .graph import analyze as analyze_graph
+from .reference import resolve
 
 # Bump when a definition changes, so stale cache files are never reused.
 ZOO_VERSION = 2
@@ -155,7 +156,7 @@ def stats(name: str, resolution: Resolution = None, batch: int = 1):
 
 def analyze(name_or_path, batch: int = 1):
     """``graph.analyze`` that also takes a zoo name (a typo is an error naming the closest)."""
-    if isinstance(name_or_path, str) and not os.path.isfile(name_or_path) and not name_or_path.endswith(".onnx"):
+    if isinstance(name_or_path, str) and not resolve(name_or_path).is_file and not os.path.isfile(name_or_path):
         return analyze_graph(build_structure(name_or_path), batch=batch)  # _entry names a typo
     return analyze_graph(name_or_path, batch=batch)
 

@@ -26,10 +26,10 @@ from pathlib import Path, PurePath
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..gate.reports import compare_reports
+from ..models.reference import resolve
 from ..run.measurement import Measurement, PoolMeasurement, Spread
 from . import jsonreport
 from .jsonreport import results
-from .models import looks_like_path
 from .plots import comparison, pyplot, verdict_label
 from .text import natural_key
 
@@ -45,7 +45,7 @@ def iter_measurements(doc: Any, path: Any = "") -> Iterator[Tuple[str, str, Meas
 def model_label(model: str) -> str:
     """A model as a legend names it: a zoo name, or an ONNX file's path relative to the working
     directory (its name when it lies elsewhere): never a /home/... path."""
-    if not looks_like_path(model):
+    if not resolve(model).is_file:
         return model
     if os.path.isabs(model):
         rel = os.path.relpath(model) if not os.path.relpath(model).startswith("..") else PurePath(model).name

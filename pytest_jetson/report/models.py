@@ -9,9 +9,7 @@ import os
 from pathlib import PurePath
 from typing import Any, List, Optional, Sequence
 
-
-def looks_like_path(model: str) -> bool:
-    return model.endswith(".onnx") or "/" in model or os.sep in model
+from ..models.reference import resolve
 
 
 def _norm(path: str) -> str:
@@ -23,7 +21,7 @@ def same_model(recorded: Optional[str], wanted: str) -> bool:
         return False
     if recorded == wanted:
         return True
-    rec_path, want_path = looks_like_path(recorded), looks_like_path(wanted)
+    rec_path, want_path = resolve(recorded).is_file, resolve(wanted).is_file
     if rec_path and want_path:
         return _norm(recorded) == _norm(wanted) or PurePath(recorded).name == PurePath(wanted).name
     if rec_path or want_path:  # a file's stem stands for it where only the label was kept

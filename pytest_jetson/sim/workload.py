@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..models import graph, zoo
+from ..models.reference import PLAN, resolve
 
 KINDS = ("conv", "depthwise", "gemm", "pool", "elementwise", "resize", "concat", "softmax", "other",
          "reformat")
@@ -275,7 +276,11 @@ def load(model: Any, resolution: Any = None) -> Workload:
         return model
     if hasattr(model, "kernels"):
         return from_stats(model)
-    if isinstance(model, Path) or (isinstance(model, str) and model.lower().endswith(".onnx")):
+    ref = resolve(model) if isinstance(model, (str, Path)) else None
+    if ref is not None and ref.kind == PLAN:
+        raise ModelError(f"{model}: a TensorRT plan holds no graph the simulator can read; pass the "
+                         ".onnx file it was built from")
+    if ref is not None and ref.is_file:
         p = Path(model)
         if not p.exists():
             raise ModelError(f"ONNX file {p} does not exist; pass an existing .onnx path or a zoo name")
