@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import BaselineError, BoundError
 from ..gate.bounds import parse
 from ..gate.reports import compare_reports, measurements_by_key
+from ..gate.session import TestResult
 from ..gate.verdict import fails, rank, worst
 from ..metrics import METRICS
 from ..report import jsonreport, render
@@ -103,9 +104,11 @@ def _check_metrics(args: argparse.Namespace) -> None:
         raise _Usage(f"unknown metric {bad[0]!r}; known: {', '.join(METRICS)}")
 
 
-def _load(args: argparse.Namespace) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+def _load(args: argparse.Namespace) -> Tuple[Dict[str, Any], List[TestResult], List[TestResult]]:
+    """The old report's document (for when it ran) and both reports' results."""
     try:
-        return jsonreport.load(args.old), jsonreport.load(args.new)
+        old = jsonreport.load(args.old)
+        return old, jsonreport.results(old, args.old), jsonreport.results(jsonreport.load(args.new), args.new)
     except BaselineError as exc:
         raise _Usage(str(exc)) from None
 
@@ -160,7 +163,7 @@ def _compare(args: argparse.Namespace) -> Tuple[List[str], bool]:
     tol = _tolerance(args.tolerance)
     if not 0.5 <= args.confidence < 1:
         raise _Usage("--confidence must be between 0.5 and 1, e.g. 0.99")
-    old, new = _load(args)
+    old_doc, old, new = _load(args)
     _check_metrics(args)
     new_m, old_m = measurements_by_key(new), measurements_by_key(old)
     wanted = args.models or []
@@ -169,9 +172,9 @@ def _compare(args: argparse.Namespace) -> Tuple[List[str], bool]:
         why = check_known(wanted, seen, f"{args.old} or {args.new}")
         if why:
             raise _Usage(why)
-    verdicts = compare_reports(old, new, tolerance=tol, confidence=args.confidence,
-                               metrics=args.metrics, allow_env_mismatch=args.allow_env_mismatch)
-    verdicts = [v for v in verdicts if matches(new_m.get(v.measurement, {}), wanted)]
+    verdicts = compare_reports(old, new, tolerance=tol, confidence=args.confidence, metrics=args.metrics,
+                               allow_env_mismatch=args.allow_env_mismatch, recorded=old_doc.get("created", ""))
+    verdicts = [v for v in verdicts if matches(new_m.get(v.measurement), wanted)]
     tests = _by_test(verdicts)
     lines = [f"pytest-jetson compare: {args.old} -> {args.new}"]
     body = rows(tests, "all" if args.verbose else "problems", cells=_cells)

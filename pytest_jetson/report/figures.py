@@ -406,7 +406,8 @@ def _measurements(plt: Any, points: List[Point], runs: Sequence[str], out: Path,
 def _comparison(plt: Any, docs: Sequence[Dict[str, Any]], runs: Sequence[str], out: Path,
                 written: List[Path], skipped: List[str]) -> None:
     if len(docs) == 2:
-        verdicts = compare_reports(docs[0], docs[1])
+        verdicts = compare_reports(results(docs[0], runs[0]), results(docs[1], runs[1]),
+                                   recorded=docs[0].get("created", ""))
         rows = [(verdict_label(v.test, v), v) for v in verdicts]
         title = f"{runs[1]} against {runs[0]}"
     else:

@@ -29,17 +29,12 @@ def same_model(recorded: Optional[str], wanted: str) -> bool:
     return False
 
 
-def _field(measurement: Any, name: str) -> Any:
-    if isinstance(measurement, dict):
-        return measurement.get(name)
-    return getattr(measurement, name, None)
-
-
 def models_of(measurement: Any) -> List[str]:
-    """Every model a measurement ran: its own, its environment's, its workers'. ``measurement``:
-    a ``Measurement``, or one as a report stores it (``gate.reports`` reads them so)."""
-    found = [_field(measurement, "model"), (_field(measurement, "environment") or {}).get("model")]
-    found += [_field(w, "model") for w in _field(measurement, "workers") or []]
+    """Every model a ``Measurement`` ran: its own, its environment's, its workers' (none for None)."""
+    if measurement is None:
+        return []
+    found = [measurement.model, (measurement.environment or {}).get("model")]
+    found += [w.model for w in getattr(measurement, "workers", None) or []]
     return [m for m in found if m]
 
 
