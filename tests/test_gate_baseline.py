@@ -462,7 +462,7 @@ def test_a_baselines_directory_outside_the_project_warns(tmp_path):
     project = tmp_path / "proj"
     project.mkdir()
     assert baseline.outside_project(project / "baselines", project) is None
-    msg = baseline.BaselineStore(tmp_path / "elsewhere", "orin").check_location(project)
+    msg = baseline.outside_project(tmp_path / "elsewhere", project)
     assert "outside the project" in msg and "--jetson-baselines" in msg
 
 

@@ -192,7 +192,3 @@ class BaselineStore:
             _, removed = update_file(path, {}, remove=keys, device=self.device, root=self.root)
             n += len(removed)
         return n
-
-    def check_location(self, project: Any) -> Optional[str]:
-        """``outside_project`` for this store's root."""
-        return outside_project(self.root, project)
