@@ -73,7 +73,8 @@ def onnx_digest(path: Path) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``$PYTEST_JETSON_CACHE/engines`` (the model zoo's cache root), else the user cache dir."""
+    """``engines`` under the model zoo's cache root (``$PYTEST_JETSON_CACHE``, else the user's
+    cache dir)."""
     return Path(zoo.cache_dir()) / "engines"
 
 
