@@ -9,6 +9,7 @@ whoever started it (``load_at``).
 
 import bisect
 import threading
+import time
 from typing import Any, List, Optional
 
 
@@ -79,12 +80,8 @@ class WallClock:
     kind = "wall"
 
     def now(self) -> float:
-        import time
-
         return time.perf_counter()
 
     def advance(self, seconds: float) -> float:
-        import time
-
         time.sleep(seconds)
         return self.now()

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import EngineError, ModelError
+from ..models import zoo
 from ..models.reference import Model, resolve
 
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
@@ -358,8 +359,6 @@ def resolve_onnx(model: ModelRef, where: str, batch: Optional[int] = None,
     ref = resolve(model)
     if ref.is_file:
         return check_onnx_path(model, where)
-    from ..models import zoo
-
     try:
         return Path(zoo.path(ref.name, batch=batch, resolution=resolution))
     except (KeyError, ValueError) as exc:

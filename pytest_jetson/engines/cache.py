@@ -20,7 +20,6 @@ File layout: ``MAGIC`` + 4-byte big-endian header length + JSON header + plan by
 
 import hashlib
 import json
-import os
 import struct
 import time
 import warnings
@@ -28,7 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
+import filelock
+
 from ..fileio import write_atomic
+from ..models import zoo
 
 MAGIC = b"PYTEST-JETSON-TRT-PLAN\n"
 HEADER_VERSION = 2
@@ -71,15 +73,9 @@ def onnx_digest(path: Path) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``$PYTEST_JETSON_CACHE/engines`` (the model zoo's cache root), else the user cache dir."""
-    try:
-        from ..models import zoo
-
-        return Path(zoo.cache_dir()) / "engines"
-    except ImportError:
-        env = os.environ.get("PYTEST_JETSON_CACHE")
-        base = Path(env).expanduser() if env else Path.home() / ".cache" / "pytest-jetson"
-        return base / "engines"
+    """``engines`` under the model zoo's cache root (``$PYTEST_JETSON_CACHE``, else the user's
+    cache dir)."""
+    return Path(zoo.cache_dir()) / "engines"
 
 
 def read_compatible(root: Path = Path("/")) -> Optional[str]:
@@ -226,7 +222,5 @@ def store(path: Path, key: PlanKey, plan: bytes, built: Optional[Dict[str, Any]]
 
 def lock(path: Path) -> Any:
     """A file lock around building one plan (pytest-xdist workers and pools build it once)."""
-    import filelock
-
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     return filelock.FileLock(str(path) + ".lock")

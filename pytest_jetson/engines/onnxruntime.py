@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ..clock import WallClock
 from ..errors import EngineError, ModelError
 from ..models.reference import resolve
 from .base import (
@@ -53,8 +54,6 @@ class OnnxRuntimeEngine(Engine):
                  resolution: Any = None, threads: Optional[int] = None,
                  providers: Optional[List[str]] = None) -> None:
         super().__init__()
-        from ..clock import WallClock
-
         ref = resolve(model)
         label = ref.name
         where = f"onnxruntime engine {label!r}"

@@ -15,6 +15,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ..fileio import write_atomic
+
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 QUANTIZED_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 #: The activation range trtexec gives tensors without calibration data (sampleEngines.cpp,
@@ -104,8 +106,6 @@ def qdq_copy(source: Path, target: Path) -> Path:
     """Write ``source`` with placeholder Q/DQ to ``target`` (atomically; weights kept inline or
     beside it as the source has them) and return ``target``."""
     import onnx
-
-    from ..fileio import write_atomic
 
     model = onnx.load(str(source))  # external weights are loaded, so the copy stands alone
     write_atomic(target, insert_qdq(model).SerializeToString())

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
+from ..errors import ConfigError
 from ..registry import Registry
 
 
@@ -93,8 +94,6 @@ class Backend:
         try:
             return import_reference(ref)
         except (ImportError, AttributeError) as exc:
-            from ..errors import ConfigError
-
             raise ConfigError(f"{self.plugin} registered the engine backend {self.name!r} with the pool "
                               f"runner {ref!r}, which cannot be imported ({exc}); give pool= a function "
                               "or the 'module:function' path of one") from None
@@ -110,8 +109,6 @@ POOL_RUNNERS: Dict[str, Optional[str]] = {
 
 def import_reference(ref: str) -> Any:
     """The object an import path (``"module:qualname"``) names."""
-    import importlib
-
     module, _, name = ref.partition(":")
     obj: Any = importlib.import_module(module)
     for part in name.split("."):
@@ -166,7 +163,6 @@ def _open_simulated(model: Any, *, device: Any, clock: Any = None, seed: int = 0
 def _open_onnxruntime(model: Any, *, device: Any = None, clock: Any = None, seed: int = 0,
                       precision: str = "fp16", batch: int = 1, dla_core: Optional[int] = None,
                       resolution: Any = None, threads: Optional[int] = None, **_: Any) -> Any:
-    from ..errors import ConfigError
     from .onnxruntime import OnnxRuntimeEngine
 
     if dla_core is not None:

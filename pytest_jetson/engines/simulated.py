@@ -13,8 +13,13 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from .. import sim
+from ..clock import SimClock
+from ..devices.device import as_device
 from ..errors import EngineError, SimulationError
+from ..models import zoo
 from ..models.reference import resolve
+from ..sim.noise import LatencyNoise
 from .base import (
     Engine,
     TensorSpec,
@@ -32,8 +37,6 @@ NOISE_CHUNK = 2048
 
 def _zoo_io(name: str, batch: int, resolution: Any) -> Tuple[List[TensorSpec], List[TensorSpec]]:
     """Inputs/outputs of a zoo model from its structure-only graph (no weights generated)."""
-    from ..models import zoo
-
     inputs, outputs, _ = graph_io(zoo.build_structure(name, resolution=resolution), batch)
     return inputs, outputs
 
@@ -45,9 +48,6 @@ class SimulatedEngine(Engine):
                  dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
                  resolution: Any = None, processes: int = 1, harness: Any = None) -> None:
         super().__init__()
-        from ..clock import SimClock
-        from ..devices.device import as_device
-
         ref = resolve(model)
         label = ref.name
         where = f"simulated engine {label!r}"
@@ -111,8 +111,6 @@ class SimulatedEngine(Engine):
     def _predict(self, batch: int) -> Any:
         pred = self._predictions.get(batch)
         if pred is None:
-            from .. import sim
-
             try:
                 pred = sim.predict(self.device, self.model, self.precision, batch,
                                    processes=self.processes, accelerator=self.accelerator,
@@ -134,8 +132,6 @@ class SimulatedEngine(Engine):
         """The next chunk of noisy latencies for ``batch``, as a plain iterator (cheap to step)."""
         noise = self._noise.get(batch)
         if noise is None:
-            from ..sim.noise import LatencyNoise
-
             # one stream per (seed, batch): another batch size must not shift this one's noise
             noise = self._noise[batch] = LatencyNoise(self.seed * 1000003 + batch)
         pred = self._predict(batch)

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..clock import WallClock
 from ..errors import EngineError
 from ..models.reference import PLAN, resolve
 from ..units import parse_size
@@ -37,6 +38,7 @@ from .base import (
     read_onnx_io,
     resolve_onnx,
 )
+from .qdq import has_qdq, qdq_copy
 from .tensorrt_run import IO_MODES, Binding, ProcessContext, Runner
 
 INSTALL_HINT = (
@@ -89,8 +91,6 @@ class TensorRTEngine(Engine):
                  device: Any = None, timing_cache: bool = True, io: Optional[str] = None,
                  cuda_graph: bool = True, input_shape: Any = None, precision_fallback: bool = True) -> None:
         super().__init__()
-        from ..clock import WallClock
-
         ref = resolve(model)
         label = ref.name
         where = f"tensorrt engine {label!r}"
@@ -216,8 +216,6 @@ class TensorRTEngine(Engine):
         if self.precision == "int8":
             import onnx
 
-            from .qdq import has_qdq
-
             mode = tb.int8_mode(trt, has_qdq(onnx.load(str(self.path), load_external_data=False)))
         key = self._key(trt, workspace, resolution, input_shape, mode)
         self.plan_path = plan_cache.plan_path(folder, self.name, key)
@@ -241,8 +239,6 @@ class TensorRTEngine(Engine):
             if engine is None:
                 qdq_path = None
                 if mode == "placeholder-qdq":
-                    from .qdq import qdq_copy
-
                     qdq_path = qdq_copy(self.path, folder / f"{self.plan_path.stem}.qdq.onnx")
                 request = tb.Request(self.name, self.path, self.precision, self.batch, self.dla_core,
                                      workspace, int8_mode=mode)

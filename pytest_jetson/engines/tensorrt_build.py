@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EngineError, ModelError
+from ..fileio import write_atomic
 
 #: Placeholder int8 dynamic range of uncalibrated tensors, before TensorRT 10.1 (trtexec:
 #: layer inputs +-2, outputs +-4, pooling outputs as their input).
@@ -483,8 +484,6 @@ def _dla_placement(log: List[str], layer_names: List[str], req: Request, board: 
 def build(trt: Any, req: Request, board: Board, resolution: Any = None, input_shape: Any = None,
           timing_cache: Optional[Path] = None, qdq_path: Optional[Path] = None) -> Built:
     """Parse ``req.onnx`` and build a serialized plan (see the module doc for every choice)."""
-    from . import cache as plan_cache
-
     logger = process_logger(trt)
     builder = trt.Builder(logger)
     dla = req.dla_core is not None
@@ -517,7 +516,7 @@ def build(trt: Any, req: Request, board: Board, resolution: Any = None, input_sh
     placement = _dla_placement(log, layer_names, req, board, logger, mark) if dla else None
     if cache_obj is not None and timing_cache is not None:
         try:
-            plan_cache.write_atomic(timing_cache, bytes(config.get_timing_cache().serialize()))
+            write_atomic(timing_cache, bytes(config.get_timing_cache().serialize()))
         except OSError:
             pass  # the timing cache only speeds up the next build
     return Built(bytes(serialized), seconds, placement, layer_names, log)

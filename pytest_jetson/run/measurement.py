@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from ..metrics import METRICS
+from ..telemetry.summary import TelemetrySummary
 
 SCHEMA_VERSION = 1
 
@@ -240,8 +241,6 @@ class Measurement:
     def _kwargs_from_dict(cls, d: Dict[str, Any]) -> Dict[str, Any]:
         tele = d.get("telemetry")
         if isinstance(tele, dict):
-            from ..telemetry.summary import TelemetrySummary
-
             tele = TelemetrySummary.from_dict(tele)
         return dict(
             name=d["name"],

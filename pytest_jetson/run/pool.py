@@ -26,10 +26,14 @@ the parent over the whole window (the host source sees the workers as the parent
 from typing import Any, Dict, List, Optional
 
 from ..clock import WallClock
+from ..devices.device import as_device, simulated
 from ..engines.registry import BACKENDS, default_backend
 from ..errors import ConfigError
+from ..telemetry.factory import TelemetryFactory
+from ..telemetry.registry import SOURCES
 from ..units import format_duration, parse_duration
 from .measurement import Measurement, PoolMeasurement
+from .pool_procs import ProcessPool
 from .pool_spec import PoolRun, WorkerSpec, worker_specs
 from .recorder import accelerator_of
 from .window import MeasuredWindow
@@ -117,8 +121,6 @@ def _short(window: float) -> str:
 
 
 def _device(device: Any, context: Any) -> Any:
-    from ..devices.device import as_device, simulated
-
     if device is not None:
         return as_device(device)
     if context is not None:
@@ -153,8 +155,6 @@ def measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed:
         same_clock = getattr(context.clock, "kind", None) == getattr(clock, "kind", "wall")
         if same_clock:
             return MeasuredWindow.around(context.telemetry, what="process_pool")
-        from ..telemetry.registry import SOURCES
-
         sources = getattr(context, "sources", None) or SOURCES
         named = settings.telemetry
         telemetry = "auto" if named in sources and sources.get(named).simulated else named
@@ -162,9 +162,6 @@ def measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed:
     else:
         interval = None
     if isinstance(telemetry, str) and telemetry != "none":
-        from ..telemetry.factory import TelemetryFactory
-        from ..telemetry.registry import SOURCES
-
         telemetry = TelemetryFactory(device, clock, source=telemetry, seed=seed,
                                      sources=getattr(context, "sources", None) or SOURCES,
                                      **({} if interval is None else {"interval": interval}))
@@ -174,8 +171,6 @@ def measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed:
 # -- real processes ---------------------------------------------------------------------------------
 def run_processes(run: PoolRun) -> PoolMeasurement:
     """The pool runner of backends with real engines: one spawned process per worker."""
-    from .pool_procs import ProcessPool
-
     row = run.backend
     backend, device, context, seed = row.name, run.device, run.context, run.seed
     window, warm = run.window, run.warmup

@@ -14,6 +14,7 @@ goes with it. A reaper process started first ends the groups if the parent itsel
 
 import contextlib
 import functools
+import multiprocessing
 import os
 import shutil
 import signal
@@ -22,9 +23,11 @@ import tempfile
 import time
 import types
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from typing import Any, Dict, Iterator, List, Optional
 
 from ..errors import WorkerError
+from . import pool_reaper, worker
 
 #: Seconds a worker gets, beyond warm-up plus window, to report its result before it counts as hung.
 MIN_GRACE_S = 5.0
@@ -100,8 +103,6 @@ class ProcessPool:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def run(self) -> List[WorkerState]:
-        import multiprocessing
-
         ctx = multiprocessing.get_context("spawn")
         self._tmpdir = tempfile.mkdtemp(prefix="pytest-jetson-pool-")
         n = len(self.specs)
@@ -121,8 +122,6 @@ class ProcessPool:
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
 
     def _start_reaper(self, ctx: Any) -> None:
-        from . import pool_reaper
-
         receiver, sender = ctx.Pipe(duplex=False)
         self._reaper = ctx.Process(target=pool_reaper.main, args=(receiver,), name="pytest-jetson-pool-reaper",
                                    daemon=True)
@@ -155,8 +154,6 @@ class ProcessPool:
         self._reaper = None
 
     def _start(self, ctx: Any) -> None:
-        from . import worker
-
         n = len(self.specs)
         for spec in self.specs:
             state = WorkerState(spec=spec, log_path=os.path.join(self._tmpdir, f"worker-{spec.index}.log"))
@@ -209,8 +206,6 @@ class ProcessPool:
     def _listen(self, pending: List[WorkerState], timeout: float) -> None:
         """Wait up to ``timeout`` on the pending workers' pipes and process sentinels together;
         read what came, and fail the pool on a worker that reported an error or died."""
-        from multiprocessing.connection import wait
-
         handles: List[Any] = []
         for w in pending:
             if w.conn is not None:
@@ -342,12 +337,10 @@ class ProcessPool:
         return f"\nthe other {len(others)} worker(s) were stopped."
 
     def _terminate(self, workers: List[WorkerState]) -> None:
-        from .pool_reaper import kill_group
-
         for w in workers:
             if w.process is not None and w.process.is_alive():
                 try:
-                    if not ("pgid" in w.extra and kill_group(w.extra["pgid"], signal.SIGTERM)):
+                    if not ("pgid" in w.extra and pool_reaper.kill_group(w.extra["pgid"], signal.SIGTERM)):
                         w.process.terminate()
                 except Exception:
                     pass
@@ -357,18 +350,16 @@ class ProcessPool:
             w.process.join(max(0.0, end - time.perf_counter()))
         for w in workers:
             if w.process.is_alive():
-                if not ("pgid" in w.extra and kill_group(w.extra["pgid"], signal.SIGKILL)):
+                if not ("pgid" in w.extra and pool_reaper.kill_group(w.extra["pgid"], signal.SIGKILL)):
                     w.process.kill()
                 w.process.join(TERMINATE_WAIT_S)
 
     def _end_groups(self) -> None:
         """SIGKILL what is left of each worker's process group: processes a worker started (its
         own children) outlive it otherwise, whether it exited, raised or was killed."""
-        from .pool_reaper import kill_group
-
         for w in self.workers:
             if "pgid" in w.extra:
-                kill_group(w.extra["pgid"], signal.SIGKILL)
+                pool_reaper.kill_group(w.extra["pgid"], signal.SIGKILL)
 
     def _stop_all(self) -> None:
         """Called on every way out: success, WorkerError, KeyboardInterrupt. Idempotent."""
@@ -422,9 +413,7 @@ def _lean_main() -> Iterator[None]:
 
 
 def worker_set_start_time(parties: int) -> None:
-    from .worker import set_start_time
-
-    set_start_time(parties)
+    worker.set_start_time(parties)
 
 
 def worker_seed(seed: int, index: int) -> int:

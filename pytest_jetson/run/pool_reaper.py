@@ -15,6 +15,7 @@ could start a child and lose its parent before then, and that child would be lef
 the pool stops normally the parent ends the groups itself and tells the reaper to stop.
 """
 
+import ctypes
 import os
 import signal
 import sys
@@ -29,8 +30,6 @@ def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
     except (OSError, AttributeError):

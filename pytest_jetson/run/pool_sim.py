@@ -27,10 +27,16 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .. import sim
 from ..clock import SimClock
 from ..errors import SimulationError
+from ..sim import plan as sim_plan
+from ..sim.hardware import resolve as resolve_hardware
+from ..sim.noise import LatencyNoise
 from ..units import format_bytes
 from .measurement import Measurement, PoolMeasurement
+from .pool import assemble, environment, measured_window
+from .pool_procs import worker_seed
 from .pool_spec import PoolRun
 
 
@@ -51,8 +57,6 @@ class PoolLoad:
 
 
 def _predict(device: Any, spec: Any, processes: int) -> Any:
-    from .. import sim
-
     kwargs: Dict[str, Any] = {"processes": processes}
     if spec.options.get("dla_core") is not None:
         kwargs["accelerator"] = "dla"
@@ -70,11 +74,8 @@ def _per_process_memory(pred: Any, processes: int) -> Optional[float]:
 
 def _available_memory(device: Any) -> float:
     """Unified memory the simulator lets engines use (the board's minus the OS's share)."""
-    from ..sim import plan
-    from ..sim.hardware import resolve
-
-    hw = resolve(device, None)
-    return float(plan.available_memory(hw, plan.device_constants(hw, [])))
+    hw = resolve_hardware(device, None)
+    return float(sim_plan.available_memory(hw, sim_plan.device_constants(hw, [])))
 
 
 def _oom_message(specs: List[Any], device: Any, detail: str) -> str:
@@ -91,8 +92,6 @@ class SimulatedPlan:
     """Per-worker predictions for one pool on the simulated device (see the module doc)."""
 
     def __init__(self, specs: List[Any], device: Any) -> None:
-        from .. import sim
-
         self.specs = specs
         self.device = device
         n = len(specs)
@@ -162,8 +161,6 @@ class SimulatedPlan:
             ))
 
     def _largest_fitting(self, spec: Any, n: int) -> Any:
-        from .. import sim
-
         oom = getattr(sim, "OutOfMemory", SimulationError)
         for k in range(n - 1, 0, -1):
             try:
@@ -214,8 +211,6 @@ def _windows(latencies: List[float], batch: int) -> List[float]:
 def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
                      seeds: List[int], environment: Dict[str, Any]) -> List[Measurement]:
     """One Measurement per worker over ``[t_start, t_start + window]`` of virtual time."""
-    from ..sim.noise import LatencyNoise
-
     workers = []
     for spec, base, alone, seed, memory, pred in zip(plan.specs, plan.latency, plan.alone, seeds,
                                                      plan.memory, plan.contended):
@@ -266,9 +261,6 @@ def simulate_workers(plan: SimulatedPlan, *, window: float, t_start: float,
 def run_pool(run: PoolRun) -> PoolMeasurement:
     """The simulated backend's pool runner: the plan's workers over one window of virtual time,
     the pool's load announced on the clock the telemetry reads."""
-    from .pool import assemble, environment, measured_window
-    from .pool_procs import worker_seed
-
     clock = _virtual_clock(run)
     specs, window, warm = run.specs, run.window, run.warmup
     plan = SimulatedPlan(specs, run.device)

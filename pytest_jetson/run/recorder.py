@@ -3,6 +3,7 @@
 from typing import Any, Callable, Dict, List, Optional
 
 from ..engines.base import as_engine
+from .harness import measure
 from .measurement import Measurement
 
 
@@ -53,8 +54,6 @@ class Recorder:
         the gate extends a measurement whose comparison cannot decide yet (``gate.extend``), up to
         its budget.
         """
-        from .harness import measure
-
         settings = getattr(self.context, "settings", None)
         override: Optional[float] = getattr(settings, "duration", None)
         if override is not None:

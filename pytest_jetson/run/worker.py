@@ -19,12 +19,25 @@ parent alone decides when to stop); where the kernel cannot bind it (not Linux) 
 the parent instead.
 """
 
+import faulthandler
+import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
 import traceback
 from typing import Any, Callable, Dict
+
+from ..engines import open_engine
+from ..engines.registry import import_reference
+from ..errors import ConfigError, JetsonError
+from .pool_reaper import bind_to_parent
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
 
 #: Exit status of a worker that stopped because a sibling failed (broken barrier).
 EXIT_ABORTED = 3
@@ -70,16 +83,12 @@ def _redirect_output(log_path: str) -> Any:
     os.dup2(log.fileno(), 2)
     sys.stdout = log
     sys.stderr = log
-    import faulthandler
-
     faulthandler.enable(file=log, all_threads=True)
     return log
 
 
 def _watch_parent() -> None:
     """Exit when the parent is gone (killed with SIGKILL, say): no worker outlives its pool."""
-    import multiprocessing
-
     parent = multiprocessing.parent_process()
     if parent is None:  # pragma: no cover - always set in a spawned child
         return
@@ -101,20 +110,14 @@ def _pgrp() -> Any:
 def resolve_factory(factory: Any) -> Callable[..., Any]:
     """``None`` -> ``open_engine``; ``"pkg.module:function"`` -> that function; a callable as is."""
     if factory is None:
-        from ..engines import open_engine
-
         return open_engine
     if callable(factory):
         return factory
     _, _, attr = str(factory).partition(":")
     if not attr:
-        from ..errors import ConfigError
-
         raise ConfigError(
             f"engine_factory={factory!r}: write it as 'package.module:function'"
         )
-    from ..engines.registry import import_reference
-
     return import_reference(str(factory))
 
 
@@ -129,15 +132,11 @@ def open_worker_engine(spec: Any, run: Dict[str, Any]) -> Any:
 
 def _is_user_error(exc: BaseException) -> bool:
     """A JetsonError says what is wrong and how to fix it: its traceback would only be noise."""
-    from ..errors import JetsonError
-
     return isinstance(exc, JetsonError)
 
 
 def _peak_rss() -> Any:
-    try:
-        import resource
-    except ImportError:  # Windows
+    if resource is None:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes
@@ -147,11 +146,6 @@ def _peak_rss() -> Any:
 def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_barrier: Any,
          log_path: str, start_at: Any = None) -> None:
     """Entry point of a worker process (``multiprocessing`` target)."""
-    import signal
-    from threading import BrokenBarrierError
-
-    from .pool_reaper import bind_to_parent
-
     global _start_at
     bind_to_parent(run.get("parent_pid"), EXIT_ORPHANED)
     t_main = time.perf_counter()
@@ -175,6 +169,9 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         phase = "loaded barrier"
         loaded_barrier.wait(remaining())
 
+        # late on purpose: the harness brings numpy and the model zoo; loaded here, after the
+        # output goes to the log with faulthandler on, a failure is this worker's reported error
+        # (not a death before its code ran) and their cost stays out of the reported spawn_s
         from .harness import measure
 
         started: Dict[str, float] = {}
@@ -206,7 +203,7 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
             engine.close()
         except Exception:  # closing is best effort; the result is already sent
             traceback.print_exc()
-    except BrokenBarrierError:
+    except threading.BrokenBarrierError:
         # a sibling failed and the parent broke the barriers: nothing of ours to report
         try:
             conn.send(("aborted", {"phase": phase}))

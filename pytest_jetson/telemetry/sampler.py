@@ -15,6 +15,7 @@ import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from ..devices import detect
 from ..errors import ConfigError
 from ..units import parse_duration
 from .base import Reading, Source, SourceDied, TelemetryWarning
@@ -43,8 +44,6 @@ def _detect_reader(fn_name: str) -> Callable[[], Any]:
     """A reader of the board's state through device detection (None where it cannot tell)."""
 
     def read() -> Any:
-        from ..devices import detect
-
         try:
             return getattr(detect, fn_name)()
         except Exception:  # detection reads odd board files; a reader must never break a sampler
