@@ -332,11 +332,6 @@ def check_open_batch(batch: Any, where: str) -> int:
     return int(batch)
 
 
-def is_path(model: ModelRef) -> bool:
-    """A file (ONNX or plan) rather than a zoo name (see ``models.reference``)."""
-    return resolve(model).is_file
-
-
 def model_label(model: ModelRef) -> str:
     """The short name measurements carry: the zoo name, or the file's stem."""
     return resolve(model).name

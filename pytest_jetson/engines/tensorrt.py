@@ -78,10 +78,6 @@ def import_pycuda() -> Any:
     return cuda
 
 
-def _is_plan_file(model: Any) -> bool:
-    return resolve(model).kind == PLAN
-
-
 class TensorRTEngine(Engine):
     backend = "tensorrt"
     reports_device_time = True  # CUDA events around each enqueue
