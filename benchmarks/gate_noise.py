@@ -6,7 +6,7 @@ series (board power, memory) long enough for the sequential design's whole budge
 ``sim``: the simulator's own noise, as a simulated session draws it: ``sim.noise.LatencyNoise``
 (lognormal jitter 1.5%, 0.2% outliers of 1.5-4x, thermal drift of 3% with a 180 s time constant;
 each run starts at a random point of the drift curve), board power with 1% white noise per sample
-(``telemetry/simulated.py``), constant memory. It has no run-to-run component of its own.
+(``telemetry/sim_sensors.py``), constant memory. It has no run-to-run component of its own.
 
 ``board``: noise shaped like a real board's, replayed and fitted from ``tests/data/noise``
 (see the README there for sources and licences):

@@ -25,7 +25,7 @@ from gate_noise import SUITE, make_run, measurement  # noqa: E402
 
 from pytest_jetson.gate import baseline  # noqa: E402
 from pytest_jetson.gate.bounds import parse  # noqa: E402
-from pytest_jetson.gate.compare import check  # noqa: E402
+from pytest_jetson.gate.checks import check  # noqa: E402
 
 TESTS = int(os.environ.get("JETSON_BENCH_BASELINE_TESTS", "400"))
 ROUNDS = 3

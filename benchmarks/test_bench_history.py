@@ -69,7 +69,7 @@ def test_history_error_rates(benchmark, sigma):
 def test_a_suite_of_noise_reports_nothing_most_of_the_time(benchmark):
     """A suite of 300 metrics, none of which changed, over 20 runs: how often the history
     reports any step or drift at all (Benjamini-Hochberg across the metrics)."""
-    from pytest_jetson.report import history
+    from pytest_jetson.report import run_history
 
     metrics, runs, suites = 300, 20, max(20, TRIALS // 10)
 
@@ -77,11 +77,11 @@ def test_a_suite_of_noise_reports_nothing_most_of_the_time(benchmark):
         found = []
         for k in range(metrics):
             values = make_history(runs, 0.01, seed * 10 ** 4 + k)
-            s = history.Series(key=f"t::m{k}", metric="throughput",
-                               points=[history.Point(value=v) for v in values])
+            s = run_history.Series(key=f"t::m{k}", metric="throughput",
+                               points=[run_history.Point(value=v) for v in values])
             s.trend = analyse(values)
             found.append(s)
-        history._across_the_suite(found, 0.01, 0.05)
+        run_history._across_the_suite(found, 0.01, 0.05)
         return sum(bool(s.trend.steps) + (s.trend.drift is not None) for s in found)
 
     counts = [suite(seed) for seed in range(suites)]

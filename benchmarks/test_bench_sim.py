@@ -75,9 +75,9 @@ def test_cross_validated_error(benchmark):
     Recomputed here (a fit per source) and compared with the figures the shipped calibration
     stores and ``pytest-jetson calibrate --report`` prints. Goals: time <= 15%, power <= 10%.
     """
-    from pytest_jetson.sim import calibrate, constants
+    from pytest_jetson.sim import calibration, constants
 
-    rep = benchmark.pedantic(calibrate.report, kwargs=dict(cross=True), rounds=1, iterations=1)
+    rep = benchmark.pedantic(calibration.report, kwargs=dict(cross=True), rounds=1, iterations=1)
     stored = constants.validation()["mape"]
     figures = {}
     for table, rows in rep["tables"].items():

@@ -18,18 +18,18 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .clock import SimClock, WallClock
 from .devices.device import Device
-from .devices.host import Host
-from .engines.registry import BACKENDS, default_backend
-from .registry import Registry
+from .devices.host_cpu import Host
+from .engines.backends import BACKENDS, default_backend
+from .named_table import Registry
 from .settings import Settings
-from .telemetry.registry import SOURCES, SourceContext
+from .telemetry.sources import SOURCES, SourceContext
 
 
 @dataclass
 class Context:
     settings: Settings
     device: Device
-    #: the engine backend's row (``engines.registry.Backend``)
+    #: the engine backend's row (``engines.backends.Backend``)
     backend_spec: Any
     clock: Any = None
     #: engines built in this session, by the arguments that built them
@@ -38,9 +38,9 @@ class Context:
     extra_fingerprint: Dict[str, Any] = field(default_factory=dict)
     #: the machine real engines run on when there is no board (None on a board or simulated)
     host: Optional[Host] = None
-    #: the session's engine backends (``engines.registry.Backend`` rows by name)
+    #: the session's engine backends (``engines.backends.Backend`` rows by name)
     backends: Registry = field(default=BACKENDS, repr=False)
-    #: the session's telemetry sources (``telemetry.registry.SourceSpec`` rows by name)
+    #: the session's telemetry sources (``telemetry.sources.SourceSpec`` rows by name)
     sources: Registry = field(default=SOURCES, repr=False)
     _telemetry: Any = field(default=None, repr=False)
 

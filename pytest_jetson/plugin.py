@@ -21,16 +21,16 @@ import pytest
 
 from . import hookspecs, metrics
 from .context import Context
-from .devices.registry import get as get_profile
+from .devices.catalog import get as get_profile
 from .devices.resolve import resolve_device
 from .engines import open_engine
-from .engines.registry import BACKENDS
+from .engines.backends import BACKENDS
 from .errors import BoundError, ConfigError, JetsonError
 from .options import BY_FIELD, BY_INI, INI_KEYS, OPTIONS, parser_arguments, read
 from .report.counts import TestCounts
 from .settings import Settings, check_budget
-from .telemetry.registry import SOURCES, SourceContext
 from .telemetry.select import check_name
+from .telemetry.sources import SOURCES, SourceContext
 
 CONTEXT_KEY = pytest.StashKey()
 BOUNDS_KEY = pytest.StashKey()
@@ -485,7 +485,7 @@ class PerfSession:
     def gate(self):
         """The GateSession, made on first use: a run without perf tests never loads the gate."""
         if self._gate is None:
-            from .gate.compare import COMPARED_KEYS
+            from .gate.checks import COMPARED_KEYS
             from .gate.session import GateSession
 
             ctx = self.ctx

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_jetson.cli import devices as devices_cli
 from pytest_jetson.devices import detect as d
-from pytest_jetson.devices.registry import profiles
+from pytest_jetson.devices.catalog import profiles
 from pytest_jetson.devices.resolve import board_power_mode, resolve_device
 from pytest_jetson.errors import ConfigError
 

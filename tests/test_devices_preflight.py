@@ -6,7 +6,7 @@ import json
 import pytest
 from board_trees import ALL, PAIRS, copy, tree, write
 
-from pytest_jetson import preflight as pf
+from pytest_jetson import preflight_checks as pf
 from pytest_jetson.cli import preflight as preflight_cli
 from pytest_jetson.devices.detect import ROOT_ENV, detect
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_jetson.cli.devices import main, profile_to_dict
-from pytest_jetson.devices import registry
+from pytest_jetson.devices import catalog
 from pytest_jetson.devices.detect import match_profile
 from pytest_jetson.devices.profile import PROFILE_DIR, load_profile
 from pytest_jetson.errors import ConfigError
@@ -76,7 +76,7 @@ def test_every_profile_file_loads_and_is_named_for_its_id(path):
 
 
 def test_every_module_is_there():
-    assert set(registry.names()) == IDS
+    assert set(catalog.names()) == IDS
 
 
 def test_no_alias_names_two_devices():
@@ -85,30 +85,30 @@ def test_no_alias_names_two_devices():
     for path in _files():
         data = json.loads(path.read_text(encoding="utf-8"))
         for key in [data["id"], data["name"], *data.get("aliases", [])]:
-            norm = registry.normalise(key)
+            norm = catalog.normalise(key)
             assert owners.setdefault(norm, data["id"]) == data["id"], (
                 f"{key!r} names both {owners[norm]} and {data['id']}")
-    registry._alias_table()  # the loader agrees
+    catalog._alias_table()  # the loader agrees
 
 
-@pytest.mark.parametrize("profile", sorted(registry.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
+@pytest.mark.parametrize("profile", sorted(catalog.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
 def test_every_alias_resolves_to_its_own_device(profile):
     for key in (profile.id, profile.name, *profile.aliases):
-        assert registry.get(key) is profile
+        assert catalog.get(key) is profile
 
 
 @pytest.mark.parametrize("alias, device", sorted(FRIENDLY.items()))
 def test_friendly_names(alias, device):
-    assert registry.get(alias).id == device
+    assert catalog.get(alias).id == device
 
 
 def test_unknown_name_suggests_a_device():
     # aliases are what people type: the closest ones are suggested, with the device each names
     with pytest.raises(ConfigError, match=r"Did you mean 'orin-nano' \(orin-nano-8gb\)"):
-        registry.get("orn-nano")
+        catalog.get("orn-nano")
 
 
-@pytest.mark.parametrize("profile", sorted(registry.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
+@pytest.mark.parametrize("profile", sorted(catalog.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
 def test_power_modes_are_well_formed(profile):
     names = [m.name.lower() for m in profile.power_modes]
     ids = [m.id for m in profile.power_modes]
@@ -133,7 +133,7 @@ def test_power_modes_are_well_formed(profile):
 @pytest.mark.parametrize("device", sorted(PINNED))
 def test_key_figures_match_the_calibration_sheet(device):
     sms, cores, tcs, gib, gbs, dlas, cc = PINNED[device]
-    p = registry.get(device)
+    p = catalog.get(device)
     assert (p.sm_count, p.cuda_cores, p.tensor_cores) == (sms, cores, tcs)
     assert p.memory_bytes == gib * GiB
     assert p.memory_bandwidth_gbs == pytest.approx(gbs)
@@ -143,12 +143,12 @@ def test_key_figures_match_the_calibration_sheet(device):
 
 @pytest.mark.parametrize("device, mode", sorted(PINNED_GPU_MHZ))
 def test_gpu_clock_caps(device, mode):
-    assert registry.get(device).power_mode(mode).gpu_max_mhz == pytest.approx(PINNED_GPU_MHZ[device, mode], abs=10)
+    assert catalog.get(device).power_mode(mode).gpu_max_mhz == pytest.approx(PINNED_GPU_MHZ[device, mode], abs=10)
 
 
 @pytest.mark.parametrize("base", ["orin-nano-4gb", "orin-nano-8gb", "orin-nx-8gb", "orin-nx-16gb"])
 def test_super_is_the_same_silicon_with_the_super_power_table(base):
-    plain, sup = registry.get(base), registry.get(base + "-super")
+    plain, sup = catalog.get(base), catalog.get(base + "-super")
     same = ("gpu_arch", "compute_capability", "sm_count", "cuda_cores", "tensor_cores", "memory_bytes",
             "cpu_cores", "dla_count", "precisions", "family")
     assert {k: getattr(plain, k) for k in same} == {k: getattr(sup, k) for k in same}
@@ -179,15 +179,15 @@ def test_active_sm_counts_fit_the_gpu(path):
     ("agx-thor", ["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]),
 ])
 def test_precisions(device, precisions):
-    assert list(registry.get(device).precisions) == precisions
+    assert list(catalog.get(device).precisions) == precisions
 
 
-@pytest.mark.parametrize("profile", sorted(registry.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
+@pytest.mark.parametrize("profile", sorted(catalog.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
 def test_every_profile_has_sources(profile):
     assert profile.sources and all(v.strip() for v in profile.sources.values())
 
 
-@pytest.mark.parametrize("profile", sorted(registry.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
+@pytest.mark.parametrize("profile", sorted(catalog.profiles().values(), key=lambda p: p.id), ids=lambda p: p.id)
 def test_each_board_is_recognised_from_its_own_identity(profile):
     # A board shows one of its model strings, its own memory and its own nvpmodel table; the
     # profiles must carry enough to tell it from its siblings (4GB vs 8GB, Super vs not).
@@ -224,7 +224,7 @@ def test_table_shows_names_modes_and_the_default(capsys):
     lines = out.splitlines()
     assert max(map(len, lines)) <= 120
     modes_block = lines[lines.index(next(x for x in lines if x.startswith("power modes"))):]
-    for p in registry.profiles().values():
+    for p in catalog.profiles().values():
         row = next(line for line in lines if line.startswith(p.id + " "))
         assert p.name in row
         # the modes line of the device, with its wrapped continuation lines
@@ -242,7 +242,7 @@ def test_json_lists_every_device_with_its_modes(capsys):
     data = json.loads(capsys.readouterr().out)
     assert {d["id"] for d in data} == IDS
     for d in data:
-        p = registry.get(d["id"])
+        p = catalog.get(d["id"])
         assert [m["name"] for m in d["power_modes"]] == p.mode_names()
         assert d["default_power_mode"] in [m["name"] for m in d["power_modes"]]
         assert d["gpu"]["sm_count"] == p.sm_count and d["memory"]["bytes"] == p.memory_bytes
@@ -256,8 +256,8 @@ def test_json_of_a_profile_loads_back_as_the_same_profile(tmp_path, capsys):
     for d in data:
         path = tmp_path / f"{d['id']}.json"
         path.write_text(json.dumps(dict(d, schema=1)), encoding="utf-8")
-        assert load_profile(path) == registry.get(d["id"])
-    assert profile_to_dict(registry.get("tx2"))["power_modes"][3]["name"] == "MAXP_CORE_ARM"
+        assert load_profile(path) == catalog.get(d["id"])
+    assert profile_to_dict(catalog.get("tx2"))["power_modes"][3]["name"] == "MAXP_CORE_ARM"
 
 
 def test_named_device_shows_its_power_mode_table(capsys):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_jetson.gate import bounds, compare
+from pytest_jetson.gate import bounds, checks
 from pytest_jetson.gate.baseline import entry_ref, fingerprint, make_entry
 from pytest_jetson.gate.distributions import norm_ppf, t_ppf
 from pytest_jetson.gate.stats import compact, metric_stats, quantile_of
@@ -30,7 +30,7 @@ def ref_of(m, fp=FP):
 def check(text, m, base_m=None, metric="throughput", **kw):
     b = bounds.parse(metric, text)
     ref = ref_of(base_m) if base_m is not None else None
-    return compare.check(b, m, ref, fingerprint=fingerprint(m, FP), device="orin-nano-8gb", **kw)
+    return checks.check(b, m, ref, fingerprint=fingerprint(m, FP), device="orin-nano-8gb", **kw)
 
 
 def test_norm_and_t_quantiles_match_tables():
@@ -110,12 +110,12 @@ def test_environment_mismatch_is_not_compared_unless_allowed():
     m = measurement(1.5, seed=2)
     ref = ref_of(measurement(seed=1), dict(FP, power_mode="7W"))
     b = bounds.parse("throughput", "5%")
-    v = compare.check(b, m, ref, fingerprint=fingerprint(m, FP))
+    v = checks.check(b, m, ref, fingerprint=fingerprint(m, FP))
     assert (v.outcome, v.reason) == ("skip", "env_mismatch")
     assert v.env_diffs == [["power_mode", "7W", "15W"]]
     assert "power_mode: 7W (baseline) vs 15W (now)" in message(v)
     assert "--jetson-allow-env-mismatch" in message(v)
-    forced = compare.check(b, m, ref, fingerprint=fingerprint(m, FP), allow_env_mismatch=True)
+    forced = checks.check(b, m, ref, fingerprint=fingerprint(m, FP), allow_env_mismatch=True)
     assert (forced.outcome, forced.reason, forced.env_ignored) == ("fail", "regression", True)
     assert "despite environment differences" in message(forced)
 
@@ -123,7 +123,7 @@ def test_environment_mismatch_is_not_compared_unless_allowed():
 def test_precision_and_simulated_are_part_of_the_fingerprint():
     fp_now = fingerprint(measurement(), FP)
     base = dict(fp_now, precision="fp16", simulated=False)
-    diffs = compare.env_differences(fp_now, base)
+    diffs = checks.env_differences(fp_now, base)
     assert ["precision", "fp16", "int8"] in diffs and ["simulated", False, True] in diffs
 
 
@@ -154,7 +154,7 @@ def test_metrics_without_samples_are_decided_with_the_run_to_run_floor():
 
 def test_verdict_round_trips_through_dict():
     v = check("5%", measurement(1.12, seed=2), measurement(seed=1))
-    assert compare.Verdict.from_dict(v.to_dict()) == v
+    assert checks.Verdict.from_dict(v.to_dict()) == v
 
 
 def test_stats_se_grows_with_autocorrelation():
@@ -194,8 +194,8 @@ def test_a_larger_slowdown_never_gets_a_milder_verdict(seed, tol, metric, slow):
     ref = ref_of(base)
     rng_seed = seed + 1
     b = bounds.parse(metric, f"{tol * 100:g}%")
-    milder = compare.check(b, measurement(slow, seed=rng_seed, n=400), ref, fingerprint=fingerprint(base, FP))
-    worse = compare.check(b, measurement(slow * 1.2, seed=rng_seed, n=400), ref, fingerprint=fingerprint(base, FP))
+    milder = checks.check(b, measurement(slow, seed=rng_seed, n=400), ref, fingerprint=fingerprint(base, FP))
+    worse = checks.check(b, measurement(slow * 1.2, seed=rng_seed, n=400), ref, fingerprint=fingerprint(base, FP))
     assert _RANK[worse.outcome] >= _RANK[milder.outcome] or milder.outcome == "inconclusive"
 
 
@@ -203,7 +203,7 @@ def test_a_larger_slowdown_never_gets_a_milder_verdict(seed, tol, metric, slow):
 @given(seed=st.integers(0, 10_000), metric=st.sampled_from(["throughput", "latency_mean", "latency_p99"]))
 def test_a_run_compared_with_itself_never_fails_and_shows_no_change(seed, metric):
     m = measurement(seed=seed, n=3000)
-    v = compare.check(bounds.parse(metric, "5%"), m, ref_of(m), fingerprint=fingerprint(m, FP))
+    v = checks.check(bounds.parse(metric, "5%"), m, ref_of(m), fingerprint=fingerprint(m, FP))
     # a tail percentile of a heavy-tailed run can be too noisy to rule out a 5% change even
     # against itself: that is inconclusive by the rule, never a failure
     assert v.outcome in ("pass", "inconclusive")

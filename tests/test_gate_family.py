@@ -6,7 +6,7 @@ import pytest
 
 from pytest_jetson.gate import family
 from pytest_jetson.gate.bounds import parse
-from pytest_jetson.gate.compare import check_relative
+from pytest_jetson.gate.checks import check_relative
 from pytest_jetson.gate.sequential import decide_once
 from pytest_jetson.gate.stats import MetricStats
 
@@ -64,7 +64,7 @@ def test_excess_spread_recovers_the_run_to_run_spread_of_a_session(sigma):
 
 
 def test_check_relative_decides_with_the_floor_at_the_family_level(tmp_path):
-    from pytest_jetson.gate.compare import BaselineRef
+    from pytest_jetson.gate.checks import BaselineRef
     from pytest_jetson.run.measurement import Measurement
 
     lat = [0.01] * 400

@@ -18,7 +18,7 @@ FACE = {"pytest_jetson/plugin.py"}
 #: never uses them
 ON_PURPOSE = {
     ("pytest_jetson/context.py", "pytest_jetson.telemetry.factory"),  # numpy
-    ("pytest_jetson/telemetry/registry.py", "pytest_jetson.telemetry.simulated"),  # numpy
+    ("pytest_jetson/telemetry/sources.py", "pytest_jetson.telemetry.sim_sensors"),  # numpy
     # the plugin makes its test counts at start-up; only the perf results need the gate's verdicts
     ("pytest_jetson/report/counts.py", "pytest_jetson.gate"),
     ("pytest_jetson/report/files.py", "pytest_jetson.report.jsonreport"),  # numpy, through the gate
@@ -26,13 +26,13 @@ ON_PURPOSE = {
     # importlib.metadata: about 20 ms that `pytest-jetson devices` would pay for nothing
     ("pytest_jetson/devices/detect.py", "importlib"),
     # importlib.metadata again: `pytest-jetson models` and every pool worker import the table
-    ("pytest_jetson/engines/registry.py", "importlib"),
+    ("pytest_jetson/engines/backends.py", "importlib"),
     # a pool worker loads numpy and the model zoo once its output goes to its log (faulthandler
     # on), so a failure there is its reported error, not a death before its code ran
     ("pytest_jetson/run/worker.py", "pytest_jetson.run.harness"),
-} | {("pytest_jetson/telemetry/registry.py", f"pytest_jetson.telemetry.{source}")
+} | {("pytest_jetson/telemetry/sources.py", f"pytest_jetson.telemetry.{source}")
      for source in ("jtop", "tegrastats", "sysfs", "nvml", "host")
-} | {("pytest_jetson/engines/registry.py", f"pytest_jetson.engines.{backend}")
+} | {("pytest_jetson/engines/backends.py", f"pytest_jetson.engines.{backend}")
      for backend in ("simulated", "onnxruntime", "tensorrt")}
 
 FOUND = list(imports())
@@ -51,7 +51,7 @@ def test_the_cycle_finder_finds_a_cycle_through_three_layers():
 
 def test_settings_and_devices_import_neither_engines_nor_telemetry():
     edges = graph(FOUND)
-    for low in ("settings", "options", "devices", "registry"):
+    for low in ("settings", "options", "devices", "named_table"):
         assert not edges.get(low, set()) & {"engines", "telemetry", "sim", "run", "gate", "plugin"}, low
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_jetson import metrics
 from pytest_jetson.errors import ConfigError
-from pytest_jetson.gate import bounds, compare
+from pytest_jetson.gate import bounds, checks
 from pytest_jetson.gate.baseline import entry_ref, fingerprint, make_entry
 from pytest_jetson.gate.stats import ESTIMATORS, metric_stats
 from pytest_jetson.run import measurement as measurement_module
@@ -49,9 +49,9 @@ def test_a_toy_metric_from_per_iteration_samples_gets_real_statistics(decode_met
 
     ref = entry_ref(entry, file="baselines/x.json", key="k")
     bound = bounds.parse("decode_time", "5%")
-    same = compare.check(bound, measured(0.002, seed=1), ref, fingerprint=fingerprint(base, FP))
+    same = checks.check(bound, measured(0.002, seed=1), ref, fingerprint=fingerprint(base, FP))
     assert (same.outcome, same.basis) == ("pass", "statistics")
-    slower = compare.check(bound, measured(0.0024, seed=2), ref, fingerprint=fingerprint(base, FP))
+    slower = checks.check(bound, measured(0.0024, seed=2), ref, fingerprint=fingerprint(base, FP))
     assert (slower.outcome, slower.basis) == ("fail", "statistics")
     assert slower.change == pytest.approx(0.2, abs=0.03)
     assert slower.within_se == pytest.approx(np.hypot(record["se_log"], metric_stats(

@@ -83,14 +83,14 @@ def test_a_conftest_adds_a_backend_and_a_telemetry_source(host):
 
 
 def test_a_sessions_backends_and_sources_stay_in_that_session(host):
-    from pytest_jetson.engines.registry import BACKENDS
-    from pytest_jetson.telemetry.registry import SOURCES
+    from pytest_jetson.engines.backends import BACKENDS
+    from pytest_jetson.telemetry.sources import SOURCES
 
     host.makeconftest(CONFTEST)
     host.makepyfile(test_suite=SUITE, test_tables='''
-from pytest_jetson.engines.registry import BACKENDS
+from pytest_jetson.engines.backends import BACKENDS
 from pytest_jetson.plugin import jetson_context
-from pytest_jetson.telemetry.registry import SOURCES
+from pytest_jetson.telemetry.sources import SOURCES
 
 def test_the_session_has_its_own_tables(pytestconfig):
     ctx = jetson_context(pytestconfig)

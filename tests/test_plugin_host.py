@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pytest_jetson.devices.host import Host, cpu_model, slug
+from pytest_jetson.devices.host_cpu import Host, cpu_model, slug
 
 pytest.importorskip("onnxruntime")
 

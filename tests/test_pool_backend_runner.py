@@ -3,7 +3,7 @@ whatever the backend (a conftest's, through the ``pytest_jetson_backends`` hook,
 
 import pytest
 
-from pytest_jetson.engines.registry import BACKENDS, Backend
+from pytest_jetson.engines.backends import BACKENDS, Backend
 from pytest_jetson.errors import ConfigError
 from pytest_jetson.run.pool import run_pool
 

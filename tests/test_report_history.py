@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_jetson.cli import main as cli_main
-from pytest_jetson.report import history, trend
+from pytest_jetson.report import run_history, trend
 from pytest_jetson.run.measurement import Measurement
 
 # Loaded at collection, before any in-process pytester run unloads what a test imported.
@@ -216,11 +216,11 @@ def test_reports_of_different_schema_versions_are_an_error_naming_them(tmp_path)
     old = make_report(tmp_path / "old.json", "2026-11-01T10:00:00Z", {"t::a": (1.0, 1.0)}, schema=0)
     new = make_report(tmp_path / "new.json", "2026-11-02T10:00:00Z", {"t::a": (1.0, 1.0)})
     with pytest.raises(Exception, match=r"one schema version.*schema 0: .*old.json; schema 1: .*new.json"):
-        history.load([old, new])
+        run_history.load([old, new])
 
 
 def test_history_of_real_runs_of_a_suite(pytester, tmp_path, capsys):
-    """End to end: reports written by the plugin itself, one a run, read back as a history."""
+    """End to end: reports written by the plugin itself, one a run, read back as a run_history."""
     pytester.syspathinsert()
     pytester.makepyfile(test_suite='''
         import os

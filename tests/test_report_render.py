@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pytest_jetson.gate.compare import Verdict
+from pytest_jetson.gate.checks import Verdict
 from pytest_jetson.gate.session import TestResult
 from pytest_jetson.report import junit, markdown, plots, terminal
 from pytest_jetson.run.measurement import Measurement

@@ -8,12 +8,12 @@ import pytest
 
 from pytest_jetson.cli.calibrate import main as calibrate_main
 from pytest_jetson.cli.sweep import main as sweep_main
-from pytest_jetson.sim import calibrate, constants, published
+from pytest_jetson.sim import calibration, constants, published
 
 
 @pytest.fixture(scope="module")
 def report():
-    return calibrate.report()
+    return calibration.report()
 
 
 def test_every_published_row_is_predicted_or_left_out_with_a_reason(report):
@@ -33,7 +33,7 @@ def test_every_published_row_is_predicted_or_left_out_with_a_reason(report):
 
 def test_every_source_names_the_harness_it_measured_with():
     cs, _ = published.cases()
-    from pytest_jetson.sim.harness import HARNESSES
+    from pytest_jetson.sim.harness_model import HARNESSES
 
     for c in cs:
         assert c.harness in HARNESSES, c.id
@@ -54,7 +54,7 @@ def test_stored_cross_validation_belongs_to_the_shipped_constants(report):
 
 def test_constants_are_shared_or_per_architecture_and_within_their_bounds():
     data = json.loads(constants.CALIBRATION_PATH.read_text())
-    bounds = {(p.scope, p.name): (p.lo, p.hi) for p in calibrate.TIME_PARAMS + calibrate.POWER_PARAMS}
+    bounds = {(p.scope, p.name): (p.lo, p.hi) for p in calibration.TIME_PARAMS + calibration.POWER_PARAMS}
     from pytest_jetson.models import zoo
 
     models = set(zoo.names())
@@ -76,11 +76,11 @@ def test_constants_are_shared_or_per_architecture_and_within_their_bounds():
 
 
 def test_every_fitted_group_has_more_rows_than_parameters():
-    f = calibrate.fit()
+    f = calibration.fit()
     fitted = [x for x in f.notes["fitted"].split(", ") if x]
     n_time = sum(1 for x in fitted if x in {p.name if p.scope == "global" else f"{p.scope}.{p.name}"
-                                            for p in calibrate.TIME_PARAMS})
-    n_power = sum(1 for x in fitted if x in {p.name for p in calibrate.POWER_PARAMS})
+                                            for p in calibration.TIME_PARAMS})
+    n_power = sum(1 for x in fitted if x in {p.name for p in calibration.POWER_PARAMS})
     nuisance = [x for x in fitted if x in f.host_scale]
     assert f.rows["time"] > n_time + len(nuisance)
     assert f.rows["power"] > n_power
@@ -92,8 +92,8 @@ def test_every_fitted_group_has_more_rows_than_parameters():
 
 
 def test_a_refit_reproduces_the_shipped_constants():
-    f = calibrate.fit()
-    data = calibrate.to_json(f)
+    f = calibration.fit()
+    data = calibration.to_json(f)
     shipped = json.loads(constants.CALIBRATION_PATH.read_text())
     for name, entry in data["global"].items():
         assert shipped["global"][name]["value"] == pytest.approx(entry["value"], rel=1e-3), name
@@ -102,15 +102,15 @@ def test_a_refit_reproduces_the_shipped_constants():
 def test_cross_validation_leaves_each_source_out(monkeypatch):
     """A source's rows are predicted by a fit that never saw them, with its harness term at 1."""
     seen = []
-    real_fit = calibrate.fit
+    real_fit = calibration.fit
 
     def spy(train=None):
         seen.append({c.source for c in train})
         return real_fit(train)
 
-    monkeypatch.setattr(calibrate, "fit", spy)
+    monkeypatch.setattr(calibration, "fit", spy)
     cs = [c for c in published.cases()[0] if c.source in ("CUDLA", "YOLOQAT", "VD_G", "VD_E")]
-    loso = calibrate.cross_validate(cs)
+    loso = calibration.cross_validate(cs)
     assert seen == [{"VD_G", "VD_E", "YOLOQAT"}, {"CUDLA", "VD_G", "YOLOQAT"}, {"CUDLA", "VD_E", "YOLOQAT"},
                     {"CUDLA", "VD_E", "VD_G"}]
     assert set(loso) == {c.id for c in cs if c.group in ("time", "power")}
@@ -120,7 +120,7 @@ def test_an_architecture_a_fit_never_saw_takes_its_nearest_measured_relatives_co
     """Held out, AGX Xavier's only source leaves Volta without rows: its tensor-core efficiency is
     Ampere's measured one, not the starting guess; the full fit measures Volta's own."""
     cs = [c for c in published.cases()[0] if c.source in ("T2T_XAV", "VD_G", "VD_E", "YOLOQAT")]
-    without = calibrate.fit([c for c in cs if c.source != "T2T_XAV"])
+    without = calibration.fit([c for c in cs if c.source != "T2T_XAV"])
     assert without.inherited["volta"] == "ampere"
     assert without.arch["volta"]["tc_eff"] == without.arch["ampere"]["tc_eff"]
     assert without.arch["volta"]["tc_eff"] != constants.ARCH_DEFAULTS["tc_eff"]
@@ -138,19 +138,19 @@ def test_a_source_that_contradicts_itself_is_left_out_with_both_figures():
 def test_the_gemm_microbenchmarks_set_the_efficiencies_directly():
     cs, _ = published.cases()
     gemm = {c.precision: c for c in cs if c.metric == "roof_gemm"}
-    f = calibrate.stored_fit()
-    pred = calibrate.predict_cases(f, list(gemm.values()))
+    f = calibration.stored_fit()
+    pred = calibration.predict_cases(f, list(gemm.values()))
     for c, p in zip(gemm.values(), pred):
         assert p == pytest.approx(c.value, rel=0.01), c.precision
 
 
 def test_the_fitting_routine_finds_a_known_minimum():
     target = np.array([0.3, -1.2, 2.0])
-    z = calibrate.levenberg_marquardt(lambda z: z - target, np.zeros(3))
+    z = calibration.levenberg_marquardt(lambda z: z - target, np.zeros(3))
     assert np.allclose(z, target, atol=1e-6)
     # and a nonlinear one: exp(a x) at a few points
     xs = np.linspace(0, 1, 6)
-    z = calibrate.levenberg_marquardt(lambda a: np.exp(a[0] * xs) - np.exp(1.7 * xs), np.array([0.2]))
+    z = calibration.levenberg_marquardt(lambda a: np.exp(a[0] * xs) - np.exp(1.7 * xs), np.array([0.2]))
     assert z[0] == pytest.approx(1.7, abs=1e-4)
 
 

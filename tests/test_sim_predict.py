@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_jetson.devices import registry
+from pytest_jetson.devices import catalog
 from pytest_jetson.devices.device import Device
 from pytest_jetson.devices.profile import PowerMode
 from pytest_jetson.errors import ConfigError, SimulationError
 from pytest_jetson.sim import OutOfMemory, Prediction, predict, sweep
-from pytest_jetson.sim.harness import names as harness_names
+from pytest_jetson.sim.harness_model import names as harness_names
 
 NANO = "orin-nano-8gb"  # the seeds' Orin Nano (original firmware, 15 W mode)
 
@@ -95,7 +95,7 @@ def test_dvfs_caps_the_clock_at_the_budget_and_throughput_plateaus():
 def test_maxn_is_not_the_most_energy_efficient_mode():
     import dataclasses
 
-    prof = registry.get("agx-orin-64gb")
+    prof = catalog.get("agx-orin-64gb")
     maxn = prof.power_mode("MAXN")
     # The named nvpmodel modes plus MAXN with the GPU clock lowered step by step, as the energy
     # roofline study swept power modes.
@@ -115,7 +115,7 @@ def test_gpu_bound_work_follows_the_gpu_clock_host_bound_work_the_cpu_clock():
     modes = ("15W", "25W", "MAXN_SUPER")  # GPU 612/918/1020 MHz
     thr = [predict("orin-nano-8gb-super", "resnet50", "fp16", 8, power_mode=m).throughput for m in modes]
     assert thr == sorted(thr)
-    prof = registry.get("orin-nano-8gb-super")
+    prof = catalog.get("orin-nano-8gb-super")
     base = prof.power_mode("MAXN_SUPER")
     slow_cpu = dataclasses.replace(base, name="slow-cpu", cpu_max_mhz=base.cpu_max_mhz / 2)
 
@@ -263,9 +263,9 @@ def test_unknown_mode_clock_falls_back_with_a_note():
     assert p.throughput < full.throughput
 
 
-@pytest.mark.parametrize("device", registry.names())
+@pytest.mark.parametrize("device", catalog.names())
 def test_every_profile_and_mode_predicts_finite_numbers(device):
-    prof = registry.get(device)
+    prof = catalog.get(device)
     prec = "int8" if "int8" in prof.precisions else prof.precisions[0]
     for mode in prof.power_modes:
         p = predict(device, "mobilenet_v2", prec, 4, power_mode=mode.name)
@@ -284,7 +284,7 @@ def test_prediction_takes_a_device_object_and_an_onnx_path(tmp_path, monkeypatch
     from pytest_jetson.models import zoo
 
     path = zoo.path("squeezenet1_1")
-    prof = registry.get(NANO)
+    prof = catalog.get(NANO)
     dev = Device(profile=prof, power_mode=prof.power_mode("15W"), simulated=True)
     by_path = predict(dev, str(path), "fp16", 2)
     by_name = predict(NANO, "squeezenet1_1", "fp16", 2)
@@ -302,14 +302,14 @@ def test_power_gated_sms_slow_a_low_power_mode():
 def test_a_profile_outside_the_registry_runs():
     import dataclasses
 
-    prof = dataclasses.replace(registry.get("agx-orin-64gb"), id="my-carrier-board", family="custom")
+    prof = dataclasses.replace(catalog.get("agx-orin-64gb"), id="my-carrier-board", family="custom")
     p = predict(Device(profile=prof, power_mode=prof.default_mode, simulated=True), "resnet18", "fp16", 2)
     assert p.device == "my-carrier-board"
     assert any("no published idle power" in n for n in p.notes)
 
 
 def test_a_synthetic_power_mode_runs():
-    prof = registry.get("agx-orin-64gb")
+    prof = catalog.get("agx-orin-64gb")
     mode = PowerMode(name="custom", id=None, budget_w=None, gpu_max_mhz=800.0, emc_max_mhz=2133.0,
                      cpu_online=4, cpu_max_mhz=1500.0)
     p = predict(Device(profile=prof, power_mode=mode, simulated=True), "resnet50", "int8", 8)
@@ -389,9 +389,9 @@ def test_fp32_means_tf32_on_ampere_unless_the_harness_clears_it():
 
 # -- power modes -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("device", registry.names())
+@pytest.mark.parametrize("device", catalog.names())
 def test_fastest_is_the_highest_clock_mode_of_every_board(device):
-    prof = registry.get(device)
+    prof = catalog.get(device)
     top = max(m.gpu_max_mhz or 0 for m in prof.power_modes)
     p = predict(device, "mobilenet_v2", "fp16", 1, power_mode="fastest")
     assert p.max_gpu_clock_mhz == pytest.approx(top)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_jetson.devices import registry
+from pytest_jetson.devices import catalog
 from pytest_jetson.devices.device import Device
 from pytest_jetson.sim import OutOfMemory, predict
 
@@ -16,7 +16,7 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 @st.composite
 def configs(draw):
-    prof = registry.get(draw(st.sampled_from(registry.names())))
+    prof = catalog.get(draw(st.sampled_from(catalog.names())))
     mode = draw(st.sampled_from(prof.power_modes))
     precision = draw(st.sampled_from(prof.precisions))
     assume(precision != "fp4")

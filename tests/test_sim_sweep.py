@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pytest_jetson.devices import registry
+from pytest_jetson.devices import catalog
 from pytest_jetson.devices.profile import PowerMode
 from pytest_jetson.errors import ConfigError
 from pytest_jetson.sim import predict, sweep
@@ -85,4 +85,4 @@ def test_sweep_rejects_bad_lists():
 def test_default_mode_and_profile_listing():
     res = sweep("orin-nano", "mobilenet_v2")
     assert len(res) == 1
-    assert res.to_rows()[0]["power_mode"] == registry.get("orin-nano").default_power_mode
+    assert res.to_rows()[0]["power_mode"] == catalog.get("orin-nano").default_power_mode

@@ -9,7 +9,7 @@ from pytest_jetson.clock import SimClock
 from pytest_jetson.devices.device import simulated as simulated_device
 from pytest_jetson.telemetry import TelemetryFactory
 from pytest_jetson.telemetry.sampler import Sampler
-from pytest_jetson.telemetry.simulated import THERMAL_TAU_S, SimulatedSource
+from pytest_jetson.telemetry.sim_sensors import THERMAL_TAU_S, SimulatedSource
 
 
 def workload(**kw):

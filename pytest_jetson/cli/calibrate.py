@@ -7,7 +7,7 @@ import textwrap
 from typing import List, Optional
 
 from ..errors import JetsonError
-from ..sim import calibrate as cal
+from ..sim import calibration as cal
 
 
 def _run(argv: Optional[List[str]] = None) -> int:

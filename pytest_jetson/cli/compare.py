@@ -19,7 +19,7 @@ from ..gate.session import TestResult
 from ..gate.verdict import fails, rank, worst
 from ..metrics import METRICS
 from ..report import jsonreport, render
-from ..report.models import check_known, matches, models_of
+from ..report.model_filter import check_known, matches, models_of
 from ..report.terminal import rows
 from ..report.text import Column, table
 

@@ -15,9 +15,9 @@ import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..devices.catalog import get, profiles
 from ..devices.detect import ROOT_ENV, Detection, detect, system_root
 from ..devices.profile import PowerMode, Profile
-from ..devices.registry import get, profiles
 from ..errors import JetsonError
 
 # A field the public sources do not give is None in the data; the table shows it as a dash so

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BaselineError
-from ..report import history
+from ..report import run_history
 from ..report.markdown import write
 from ..report.plots import pyplot, slug
 from ..report.text import natural_key
@@ -86,13 +86,13 @@ def _draw(plt: Any, folder: Path, members: Sequence[Any], found: Sequence[Any], 
     """The overview and the trends of the tests worth a look (every test with ``draw_all``);
     returns the line saying what was written."""
     folder.mkdir(parents=True, exist_ok=True)
-    history.overview(plt, members, found, folder / "overview.png")
+    run_history.overview(plt, members, found, folder / "overview.png")
     keys = list(dict.fromkeys(s.key for s in found))
     drawn = 0
     for key in keys:
         mine = [s for s in found if s.key == key]
         if draw_all or any(s.flagged or s.troubled for s in mine):
-            history.plot(plt, members, mine, folder / f"{slug(key)}.png")
+            run_history.plot(plt, members, mine, folder / f"{slug(key)}.png")
             drawn += 1
     return (f"wrote {folder / 'overview.png'} and {drawn} of {len(keys)} tests' trends to {folder}"
             + ("" if draw_all or drawn == len(keys) else " (--all draws every test)"))
@@ -102,7 +102,7 @@ def _environments(runs: Sequence[Any], groups: Dict[Any, List[Any]]) -> List[str
     if len(groups) <= 1:
         return []
     lines = [f"{len(runs)} reports from {len(groups)} environments, analysed apart:"]
-    lines += [f"  {history.env_text(env)}: {', '.join(str(r.path) for r in members)}"
+    lines += [f"  {run_history.env_text(env)}: {', '.join(str(r.path) for r in members)}"
               for env, members in groups.items()]
     return lines + [""]
 
@@ -117,7 +117,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         min_change = _min_change(args)
-        runs = history.load(_expand(args.reports))
+        runs = run_history.load(_expand(args.reports))
     except (_Usage, BaselineError, FileNotFoundError) as exc:
         sys.stderr.write(f"pytest-jetson history: {exc}\n")
         return 2
@@ -126,12 +126,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         plt = pyplot("history plots need")
     md: List[str] = []
     worse = False
-    groups = history.groups(runs)
+    groups = run_history.groups(runs)
     lines = _environments(runs, groups)
     for n, (env, members) in enumerate(groups.items()):
-        found = history.series(members, alpha=args.alpha, drift_alpha=args.drift_alpha, min_change=min_change)
-        lines += history.text(members, found, width=width())
-        md += history.markdown(members, found)
+        found = run_history.series(members, alpha=args.alpha, drift_alpha=args.drift_alpha, min_change=min_change)
+        lines += run_history.text(members, found, width=width())
+        md += run_history.markdown(members, found)
         worse = worse or _got_worse(found)
         if plt is not None:
             folder = args.out if len(groups) == 1 else args.out / slug("_".join(env))

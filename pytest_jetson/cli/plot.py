@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..report.figures import Point, draw, iter_measurements, load_report, run_names
-from ..report.models import check_known, matches, models_of
+from ..report.model_filter import check_known, matches, models_of
 from ..report.plots import pyplot
 
 

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import List, Optional
 
-from .. import preflight as pf
+from .. import preflight_checks as pf
 from ..devices.detect import detect, system_root
 from ..errors import ConfigError
 from ..units import parse_size

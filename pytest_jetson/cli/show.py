@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..errors import BaselineError
 from ..gate.baseline import describe_file
 from ..metrics import METRICS, defaults
-from ..report.models import check_known, same_model
+from ..report.model_filter import check_known, same_model
 from ..report.render import value_text
 from ..report.text import Column, natural_key, table
 from .compare import _print, width

@@ -7,7 +7,7 @@ import sys
 import textwrap
 from typing import Any, Dict, List, Optional
 
-from ..devices import registry
+from ..devices import catalog
 from ..errors import JetsonError
 from ..report.text import Column, table
 from ..sim.sweeps import sweep
@@ -83,7 +83,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.power_modes:
             modes = "all" if args.power_modes.strip().lower() == "all" else _split(args.power_modes)
         if isinstance(modes, list):  # an unknown mode's error names this command's option
-            profile = registry.get(args.device)
+            profile = catalog.get(args.device)
             modes = [profile.power_mode(m, option="--power-modes") for m in modes]
         res = sweep(args.device, args.model, precisions=_split(args.precision),
                     batches=_ints(args.batch, "batch"), processes=_ints(args.processes, "processes"),

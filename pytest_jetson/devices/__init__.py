@@ -1,6 +1,6 @@
 """Jetson devices: profiles (spec data), detection of a real board, and the session's Device."""
 
+from .catalog import get, names, normalise, profiles
 from .profile import PowerMode, Profile
-from .registry import get, names, normalise, profiles
 
 __all__ = ["PowerMode", "Profile", "get", "names", "normalise", "profiles"]

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .catalog import profiles
 from .profile import Profile
-from .registry import profiles
 
 #: Where detection reads the board's files: "/" on a board; tests and containers that mount a
 #: board's files elsewhere point it at that directory.

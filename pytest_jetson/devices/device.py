@@ -4,8 +4,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Union
 
 from .. import __version__
+from .catalog import get
 from .profile import PowerMode, Profile
-from .registry import get
 
 
 @dataclass(frozen=True)

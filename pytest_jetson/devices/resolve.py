@@ -4,10 +4,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import ConfigError
+from .catalog import get, normalise
 from .detect import ROOT_ENV, Detection, detect, system_root
 from .device import Device
 from .profile import PowerMode, Profile
-from .registry import get, normalise
 
 __all__ = ["DEFAULT_SIMULATED", "ROOT_ENV", "board_power_mode", "resolve_device", "system_root"]
 

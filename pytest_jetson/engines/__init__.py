@@ -1,5 +1,5 @@
 """Engines: one small protocol (``base.Engine``), one module per backend, and the table of
-backends (``registry.BACKENDS``) that dispatch reads.
+backends (``backends.BACKENDS``) that dispatch reads.
 
 ``open_engine`` is the one entry point; it imports a backend's module (and its optional
 dependency) only when that backend is asked for. ``Engine`` and ``TensorSpec`` are imported on
@@ -12,8 +12,8 @@ import inspect
 from typing import Any, Optional
 
 from ..errors import EngineError
-from ..registry import Registry
-from .registry import BACKENDS, Backend
+from ..named_table import Registry
+from .backends import BACKENDS, Backend
 
 __all__ = ["BACKENDS", "Backend", "Engine", "TensorSpec", "Unsupported", "as_engine", "open_engine"]
 
@@ -31,7 +31,7 @@ def open_engine(model: Any, *, backend: str, device: Any, precision: str = "fp16
                 backends: "Optional[Registry[Backend]]" = None, **options: Any) -> Any:
     """Build (or load from cache) an engine for ``model`` (a zoo name or an ONNX path) with the
     backend called ``backend``: a row of ``backends``, the session's table (the built-in
-    ``registry.BACKENDS`` when not given).
+    ``backends.BACKENDS`` when not given).
 
     ``options`` go to the backend's opener: ``resolution`` and ``input_shape`` (all), ``processes``
     (simulated: the contended prediction for one of that many processes), ``threads`` (onnxruntime

@@ -2,5 +2,5 @@
 its parts: ``entries``, ``merge``, ``file_format``, ``entry_schema``, ``safe_read``,
 ``file_update``, ``store``, ``listing``); statistics of one measurement (``stats``, on
 ``distributions``); the sequential decision of one comparison (``sequential``), the error control
-of a session's family of comparisons (``family``), verdicts (``compare``) and one session's
+of a session's family of comparisons (``family``), verdicts (``checks``) and one session's
 bookkeeping (``session``). Nothing here imports pytest."""

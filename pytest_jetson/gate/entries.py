@@ -14,7 +14,7 @@ import math
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..metrics import METRICS
-from .compare import BaselineRef
+from .checks import BaselineRef
 from .stats import MetricStats, metric_stats, opt_float, quantile_of
 
 SAMPLE_POINTS = 20

@@ -17,7 +17,7 @@ workers, not here. Those comparisons are decided once, at the same error rate.
 from typing import Any, Dict, List, Optional, Sequence
 
 from .bounds import Bound
-from .compare import BaselineRef, env_differences
+from .checks import BaselineRef, env_differences
 from .sequential import Design, Sequential, Step
 from .stats import metric_stats
 

@@ -47,7 +47,7 @@ def design_for(n: int, family_alpha: float = FAMILY_ALPHA, beta: float = DEFAULT
 
 
 def confidence_for(n: int, family_alpha: float = FAMILY_ALPHA, inconclusive_fails: bool = True) -> float:
-    """The ``confidence`` to pass to ``compare.check_relative`` (two-sided, so its one-sided level
+    """The ``confidence`` to pass to ``checks.check_relative`` (two-sided, so its one-sided level
     is (1 - confidence) / 2) for one comparison of a family of ``n``."""
     return 1.0 - 2.0 * per_comparison_alpha(n, family_alpha, inconclusive_fails)
 

@@ -9,7 +9,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from ..metrics import METRICS
-from .compare import env_differences
+from .checks import env_differences
 from .distributions import t_isf
 from .sequential import Evidence
 from .stats import MetricStats, opt_float

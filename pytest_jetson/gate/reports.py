@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..metrics import defaults, format_percent
 from ..run.measurement import Measurement
 from .bounds import Bound
-from .compare import BaselineRef, Verdict, check_relative
+from .checks import BaselineRef, Verdict, check_relative
 from .family import confidence_for
 from .session import TestResult
 from .stats import metric_stats

@@ -21,7 +21,7 @@ from ..run.measurement import Measurement, PoolMeasurement
 from . import verdict as _verdict
 from .baseline import BaselineStore, fingerprint, make_entry, needs_write, outside_project, read_file
 from .bounds import Bound
-from .compare import COMPARED_KEYS, Verdict, cannot_check, check, check_relative
+from .checks import COMPARED_KEYS, Verdict, cannot_check, check, check_relative
 from .extend import Extension
 from .family import Family, excess_spread, noisier_than_assumed
 from .keys import entry_keys, key_test, module_of, relative_models, relative_to

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
 from ..errors import BaselineError
-from .compare import BaselineRef
+from .checks import BaselineRef
 from .entries import entry_ref
 from .file_format import read_file
 from .file_update import update_file

@@ -3,7 +3,7 @@
 The tests counted as pytest counts them, a table of the bounds that need a look (failed,
 errored, inconclusive), grouped by test, each one's full message once under "why", the skipped
 bounds once per reason, and every bound in a folded table. ``pytest-jetson history --md`` adds
-the trends of past runs to the same step summary (``report.history.markdown``)."""
+the trends of past runs to the same step summary (``report.run_history.markdown``)."""
 
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union

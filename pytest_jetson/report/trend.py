@@ -10,7 +10,7 @@ Plain Python (no numpy, no scipy): histories are short, one value per run.
   splits tried, is under ``alpha`` and the step is at least ``min_change``; then each side is
   searched the same way.
 * **Across a suite**, ``benjamini_hochberg`` keeps the false discoveries among hundreds of
-  metrics at the level asked for (``report.history`` applies it to the steps and the drifts).
+  metrics at the level asked for (``report.run_history`` applies it to the steps and the drifts).
 * **Drift**: the Mann-Kendall trend test (variance corrected for ties) with the Theil-Sen slope
   and Sen's confidence interval for it, on the log values, so a slope reads as a relative change
   per run. A drift is reported when the test is significant at ``alpha``, the drift over the

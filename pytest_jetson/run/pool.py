@@ -27,10 +27,10 @@ from typing import Any, Dict, List, Optional
 
 from ..clock import WallClock
 from ..devices.device import as_device, simulated
-from ..engines.registry import BACKENDS, default_backend
+from ..engines.backends import BACKENDS, default_backend
 from ..errors import ConfigError
 from ..telemetry.factory import TelemetryFactory
-from ..telemetry.registry import SOURCES
+from ..telemetry.sources import SOURCES
 from ..units import format_duration, parse_duration
 from .measurement import Measurement, PoolMeasurement
 from .pool_procs import ProcessPool
@@ -179,7 +179,7 @@ def run_processes(run: PoolRun) -> PoolMeasurement:
     if opener is not None:
         specs = [s if s.engine_factory is not None else
                  WorkerSpec(index=s.index, model=s.model, options=dict(s.options, opener=opener),
-                            engine_factory="pytest_jetson.engines.registry:open_by_reference")
+                            engine_factory="pytest_jetson.engines.backends:open_by_reference")
                  for s in specs]
     # Real processes are measured for real, on the wall clock, also beside a simulated session.
     measured = measured_window(run.telemetry, context, device, WallClock(), seed)

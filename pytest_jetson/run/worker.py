@@ -30,7 +30,7 @@ import traceback
 from typing import Any, Callable, Dict
 
 from ..engines import open_engine
-from ..engines.registry import import_reference
+from ..engines.backends import import_reference
 from ..errors import ConfigError, JetsonError
 from .pool_reaper import bind_to_parent
 

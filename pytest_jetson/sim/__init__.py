@@ -4,7 +4,7 @@
 device profile and the network's graph, under the harness that measures it (``harness.py``: the
 plugin's own loop by default, trtexec, CUDA graphs, ...); ``sweep`` evaluates a grid at once;
 ``noise.LatencyNoise`` turns a predicted latency into seeded per-iteration samples;
-``calibrate`` fits the constants to published results (``published.py``) and cross-validates
+``calibration`` fits the constants to published results (``published.py``) and cross-validates
 them. The virtual clock lives in ``pytest_jetson.clock`` (real backends use its wall clock too).
 Names are imported on first use, so importing this package stays cheap.
 """

@@ -2,7 +2,7 @@
 
 Constants are shared by every board (``global``), or per architecture, family or device where the
 physics differs; never per model: a constant that only fits one network would be a lookup of the
-answer. ``pytest_jetson/sim/calibrate.py`` writes ``pytest_jetson/sim/data/calibration.json`` with
+answer. ``pytest_jetson/sim/calibration.py`` writes ``pytest_jetson/sim/data/calibration.json`` with
 a note of what each value was fitted to. The file ships with the package: a missing or malformed
 one is an error naming it, never a silent fall-back to the defaults.
 """

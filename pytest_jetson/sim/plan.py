@@ -13,7 +13,7 @@ from .core import Tables
 from .costs import dla_costs, fallback_costs, gpu_costs, memory_per_process
 from .engine import Engine, plan
 from .hardware import Hardware, cores_per_sm
-from .harness import Harness
+from .harness_model import Harness
 from .workload import Workload
 
 ACCELERATORS = ("gpu", "dla", "gpu+dla")

@@ -10,7 +10,7 @@ from ..errors import SimulationError
 from ..units import format_bytes
 from . import core, plan
 from .hardware import profile_precisions, resolve
-from .harness import get as get_harness
+from .harness_model import get as get_harness
 from .workload import KINDS, load
 
 
@@ -100,7 +100,7 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
 
     ``device``: a name, ``Profile`` or ``Device``; ``model``: a zoo name, an ONNX path or
     ``GraphStats``; ``power_mode``: a mode name or nvpmodel id of the board, or ``"fastest"`` (its
-    highest-clock mode); ``harness``: what measures the engine (``sim.harness.names()``: the
+    highest-clock mode); ``harness``: what measures the engine (``sim.harness_model.names()``: the
     plugin's own loop on a board by default, trtexec's host latency, trtexec's GPU compute time,
     a CUDA-graph replay, a zero-copy application, a Python application). Raises ``ConfigError``
     for impossible inputs (unknown harness, power mode or precision, batch < 1, DLA on a board

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..devices import registry
+from ..devices import catalog
 from ..errors import SimulationError
 from ..models import zoo
 from .arch import normalise_precision
@@ -147,13 +147,13 @@ def _mode(source: str, family: str, text: str) -> Any:
             return name
     if source == "VD_G" and t.startswith("25W"):
         # "25W pinned (918 MHz)": the mode's clocks held at their maximum, no DVFS below them
-        return replace(registry.get("orin-nano-8gb-super").power_mode("25W"), name="25W-pinned",
+        return replace(catalog.get("orin-nano-8gb-super").power_mode("25W"), name="25W-pinned",
                        budget_w=None)
     if source == "IGPU":
         return "15W"
     if source == "CUDLA":
         # "Orin-X" at GPU 1275 MHz, EMC 3200 MHz, DLA 1331 MHz: AGX Orin's MAXN at those clocks
-        prof = registry.get("agx-orin-64gb")
+        prof = catalog.get("agx-orin-64gb")
         return replace(prof.power_mode("MAXN"), name="GPU1275-DLA1331", gpu_max_mhz=1275.0,
                        emc_max_mhz=3200.0, dla_max_mhz=1331.0)
     if source in ("MLP20", "MLP31") or "MAXN" in t or t.startswith("not stated") or not t:

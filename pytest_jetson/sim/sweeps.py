@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..units import parse_duration
 from . import core, plan
 from .hardware import profile_precisions, resolve
-from .harness import get as get_harness
+from .harness_model import get as get_harness
 from .workload import load
 
 #: Metrics where more is better (Pareto and best-mode searches maximise these).

@@ -1,7 +1,7 @@
 """Telemetry: what the board did while a test ran (power, memory, utilisation, clocks, heat).
 
 A ``Sampler`` reads one source (``jtop``, ``tegrastats``, ``sysfs``, ``nvml``, ``host`` or
-``simulated``, or one a plugin registers; see ``registry.SOURCES`` and ``select.open_source``)
+``simulated``, or one a plugin registers; see ``sources.SOURCES`` and ``select.open_source``)
 beside a measurement and summarises it as a ``TelemetrySummary``. ``TelemetryFactory`` is the
 session-wide entry point; the session context owns one.
 
@@ -34,9 +34,9 @@ _WHERE = {
     "TelemetrySummary": "summary",
     "TelemetryFactory": "factory",
     "open_source": "select",
-    "SourceContext": "registry",
-    "SourceSpec": "registry",
-    "SOURCES": "registry",
+    "SourceContext": "sources",
+    "SourceSpec": "sources",
+    "SOURCES": "sources",
 }
 
 

@@ -13,9 +13,9 @@ from one test to the next; it hands out a fresh ``Sampler`` per measured window:
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 from .base import Source
-from .registry import SOURCES
 from .sampler import DEFAULT_INTERVAL, Sampler, _detect_reader, parse_interval
 from .select import Sources, is_simulated, open_source
+from .sources import SOURCES
 
 
 def _device_attr(device: Any, *names: str) -> Any:
@@ -31,7 +31,7 @@ def _device_attr(device: Any, *names: str) -> Any:
 
 class TelemetryFactory:
     """Opens ``source`` ("auto" or a name in ``sources``, the session's table of sources; the
-    built-in ``registry.SOURCES`` by default) lazily, once, for ``device`` (detected board or
+    built-in ``sources.SOURCES`` by default) lazily, once, for ``device`` (detected board or
     simulated profile; anything with ``simulated``, ``power_mode``) and ``clock`` (a ``SimClock``
     for a simulated device)."""
 

@@ -1,6 +1,6 @@
 """Choosing a telemetry source: the one asked for, or for ``auto`` the best one this machine has.
 
-``auto`` follows the sources' ranks in ``registry.SOURCES`` (jtop > tegrastats > sysfs > nvml >
+``auto`` follows the sources' ranks in ``sources.SOURCES`` (jtop > tegrastats > sysfs > nvml >
 host on a board or host); on the simulated clock it is the simulated source. Every better source
 that was skipped is listed in ``tried`` with the reason and the fix, so a bound that needs power
 can say why it has none.
@@ -9,9 +9,9 @@ can say why it has none.
 from typing import Any, List, Optional, Tuple
 
 from ..errors import ConfigError, TelemetryError
-from ..registry import Registry
+from ..named_table import Registry
 from .base import Source
-from .registry import SOURCES, SourceContext, SourceSpec, open_none
+from .sources import SOURCES, SourceContext, SourceSpec, open_none
 
 Tried = List[Tuple[str, str]]
 Sources = Registry[SourceSpec]

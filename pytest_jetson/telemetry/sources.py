@@ -23,7 +23,7 @@ modules cost about 25 ms to import).
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
-from ..registry import Registry
+from ..named_table import Registry
 from .base import NullSource
 
 
@@ -129,7 +129,7 @@ def _simulated_available(ctx: SourceContext) -> Optional[str]:
 
 
 def _open_simulated(ctx: SourceContext) -> Any:
-    from .simulated import SimulatedSource  # numpy: only a session on the virtual clock needs it
+    from .sim_sensors import SimulatedSource  # numpy: only a session on the virtual clock needs it
 
     return SimulatedSource(ctx.clock, ctx.workload, seed=ctx.seed)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
 from ..errors import ConfigError
-from ..registry import Registry
+from ..named_table import Registry
 
 
 def _always() -> Optional[str]:

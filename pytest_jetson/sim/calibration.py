@@ -34,7 +34,7 @@ from .core import Tables, evaluate
 from .costs import ARCHS, A, Costs, dla_costs, fallback_costs, gpu_costs
 from .engine import Engine, P, plan
 from .hardware import Hardware, cores_per_sm, resolve
-from .harness import get as get_harness
+from .harness_model import get as get_harness
 from .plan import (
     available_memory,
     check_accelerator,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Set
 
+from .devices.catalog import get
 from .devices.detect import Detection, read_memory_available_bytes, read_text
-from .devices.registry import get
 from .devices.resolve import board_power_mode
 from .errors import ConfigError
 from .telemetry.sysfs import find_board_files, find_zones, read_gpu_load_pct, read_temps
