@@ -1,6 +1,6 @@
 """Write the recorded board trees under ``tests/data/boards/`` and their README.
 
-Run ``python tests/data/boards/build.py`` after changing a board below; ``tests/test_devices_board_trees.py``
+Run ``python tests/data/boards/build.py`` after changing a board below; ``tests/devices/test_board_trees.py``
 fails when the committed trees and this file disagree. Each board is one dict: what its files say,
 and where each value comes from (``sources``). A value no public source gives is marked in
 ``unknown`` with what was written instead, so a reader can tell a recording from a stand-in.
@@ -912,7 +912,7 @@ read, laid out as on the board (`proc/device-tree` is a link to `sys/firmware/de
 it. `tree.json` beside the files is not a board file: it holds what a reader of the tree should find
 (the test expectations) and names the tegrastats line the readings come from.
 
-The trees are written by `build.py` from the table in it; `tests/test_devices_board_trees.py` fails when
+The trees are written by `build.py` from the table in it; `tests/devices/test_board_trees.py` fails when
 they disagree. Values no public source gives are listed under *Unknown* for each board with what
 was written instead. Sources are named by key; the keys are listed at the end.
 

@@ -3,7 +3,7 @@ CUDA, and the time slicing of one GPU between processes (no MPS, as on a Jetson)
 
 The engine is a plain CUDA workload (a chain of fp16 matmuls through torch), opened by each worker
 through ``engine_factory``: what matters here is the pool's process handling around CUDA, not a
-model. Run on a GPU machine: ``python3 -m pytest tests/test_pool_gpu.py -q``.
+model. Run on a GPU machine: ``python3 -m pytest tests/run/test_pool_gpu.py -q``.
 """
 
 import time

@@ -16,7 +16,7 @@ from pytest_jetson.errors import WorkerError
 from pytest_jetson.run.pool import run_pool
 
 FAKE = "fakes.pools:open_fake"
-TESTS = os.path.dirname(os.path.abspath(__file__))  # where ``fakes`` is, for a script's workers
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where ``fakes`` is, for a script's workers
 QUICK = dict(backend="onnxruntime", duration="0.3s", warmup="0.05s")
 
 

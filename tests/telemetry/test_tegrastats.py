@@ -25,7 +25,7 @@ from pytest_jetson.telemetry.tegrastats import (
     parse_line,
 )
 
-DATA = Path(__file__).parent / "data" / "tegrastats"
+DATA = Path(__file__).parent.parent / "data" / "tegrastats"
 
 
 def real_lines(name):

@@ -18,7 +18,7 @@ import pytest
 from pytest_jetson.errors import ModelError
 from pytest_jetson.models import zoo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # sum(p.numel() for p in model.parameters()) of torchvision; Ultralytics' model summaries (unfused)
 # for YOLOv8n, YOLO11 (the counts in ultralytics/cfg/models/11/yolo11.yaml) and YOLOv5s.

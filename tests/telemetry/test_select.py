@@ -132,5 +132,5 @@ def test_importing_telemetry_loads_no_optional_dependency():
         "print(sorted(m for m in ('jtop', 'pynvml', 'psutil') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert out.stdout.strip() == "[]"

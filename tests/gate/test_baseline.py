@@ -15,7 +15,7 @@ from pytest_jetson.errors import BaselineError
 from pytest_jetson.gate import baseline, keys
 from pytest_jetson.run.measurement import Measurement
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True}
 NODE = "tests/perf/test_x.py::test_a"
 
@@ -130,7 +130,7 @@ def test_interrupted_writer_leaves_old_or_new_file(tmp_path):
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from tests.test_gate_baseline import _writer
+        from tests.gate.test_baseline import _writer
         _writer({str(root)!r}, int(sys.argv[1]), 10_000)
     """)
     for i in range(4):
