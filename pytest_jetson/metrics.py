@@ -242,13 +242,13 @@ def register(row: Metric, plugin: str = "") -> Metric:
     """Add ``row`` to the table (a plugin's metric); ConfigError naming ``plugin`` when the name is
     taken or the row lacks what the table needs."""
     who = plugin or getattr(row, "plugin", "") or "an unnamed plugin"
-    why = problem(row)
     name = getattr(row, "name", None)
-    if why:
-        raise ConfigError(f"{who} registered the metric {name!r}: {why}")
-    if name in METRICS:
+    if isinstance(name, str) and name in METRICS:  # the clash first: it is the fix to make
         raise ConfigError(f"{who} registered the metric {name!r}, but {METRICS[name].plugin} already "
                           f"registers one under that name; pick another name")
+    why = problem(row)
+    if why:
+        raise ConfigError(f"{who} registered the metric {name!r}: {why}")
     METRICS[name] = row
     return row
 

@@ -111,6 +111,9 @@ def test_a_plugin_metric_is_recorded_with_its_error_and_gated_on_it(host, monkey
 @pytest.mark.parametrize("row, words", [
     ('Metric("power", "power", "higher", "telemetry", "d", "h", summary="power_mean_w")',
      "registered the metric 'power', but pytest-jetson already registers one under that name"),
+    # a taken name is the fix to make, whatever else the row lacks
+    ('Metric("throughput", "rate", "lower", "me", "d", "h")',
+     "registered the metric 'throughput', but pytest-jetson already registers one under that name"),
     ('Metric("emc", "loudness", "higher", "telemetry", "d", "h", summary="emc_util_mean")',
      "registered the metric 'emc': dimension 'loudness': one of rate, time, bytes*"),
     ('Metric("emc", "percent", "up", "telemetry", "d", "h", summary="emc_util_mean")',
