@@ -242,7 +242,10 @@ def register(row: Metric, plugin: str = "") -> Metric:
     """Add ``row`` to the table (a plugin's metric); ConfigError naming ``plugin`` when the name is
     taken or the row lacks what the table needs."""
     who = plugin or getattr(row, "plugin", "") or "an unnamed plugin"
-    name = getattr(row, "name", None)
+    if not isinstance(row, Metric):
+        text = repr(row) if len(repr(row)) <= 60 else repr(row)[:57] + "..."
+        raise ConfigError(f"{who}: pytest_jetson_metrics returned {text}, not a pytest_jetson.metrics.Metric")
+    name = row.name
     if isinstance(name, str) and name in METRICS:  # the clash first: it is the fix to make
         raise ConfigError(f"{who} registered the metric {name!r}, but {METRICS[name].plugin} already "
                           f"registers one under that name; pick another name")

@@ -36,16 +36,17 @@ class Registry(Generic[T]):
     def register(self, item: T) -> T:
         name = getattr(item, "name", None)
         plugin = getattr(item, "plugin", None) or "an unnamed plugin"
+        article = "an" if self.what[:1] in "aeiou" else "a"
         if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"{plugin} registered a {self.what} without a name ({item!r}); give "
-                              f"it name='...'")
-        if not callable(getattr(item, "open", None)):
-            raise ConfigError(f"{plugin} registered the {self.what} {name!r} without an opener; give "
-                              f"it open=<a function that returns the {self.what}>")
-        if name in self._items or name in ("auto", "none"):
+            raise ConfigError(f"{plugin} registered {article} {self.what} without a name ({item!r}); "
+                              f"give it name='...'")
+        if name in self._items or name in ("auto", "none"):  # the clash first: it is the fix to make
             owner = getattr(self._items.get(name), "plugin", "pytest-jetson")
             raise ConfigError(f"{plugin} registered the {self.what} {name!r}, but {owner} already "
                               f"registers one under that name; pick another name")
+        if not callable(getattr(item, "open", None)):
+            raise ConfigError(f"{plugin} registered the {self.what} {name!r} without an opener; give "
+                              f"it open=<a function that returns the {self.what}>")
         self._items[name] = item
         return item
 

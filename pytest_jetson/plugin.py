@@ -24,13 +24,13 @@ from .context import Context
 from .devices.catalog import get as get_profile
 from .devices.resolve import resolve_device
 from .engines import open_engine
-from .engines.backends import BACKENDS
+from .engines.backends import BACKENDS, Backend
 from .errors import BoundError, ConfigError, JetsonError
 from .options import BY_FIELD, BY_INI, INI_KEYS, OPTIONS, parser_arguments, read
 from .report.counts import TestCounts
 from .settings import Settings, check_budget
 from .telemetry.select import check_name
-from .telemetry.sources import SOURCES, SourceContext
+from .telemetry.sources import SOURCES, SourceContext, SourceSpec
 
 CONTEXT_KEY = pytest.StashKey()
 BOUNDS_KEY = pytest.StashKey()
@@ -91,26 +91,47 @@ def _plugin_name(config, impl):
     return name
 
 
+def _returned_rows(config, impl, hook):
+    """What one implementation of a ``pytest_jetson_*`` table hook returned, as a list."""
+    value = impl.function(**{a: config for a in impl.argnames if a == "config"})
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{_plugin_name(config, impl)}: {hook} returned {_short(value)}, not a list; "
+                          "return a list of rows, e.g. [row]")
+    return list(value)
+
+
+def _short(value):
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return f"a {type(value).__name__} ({name!r})"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _register_extensions(config):
     """The session's tables of backends and telemetry sources: the built-in rows, then those of
     the ``pytest_jetson_*`` hooks, each named after the plugin that added it; kept in
     ``config.stash`` (the built-in tables are never changed, so nothing outlives the session).
     The plugins' metrics join the metric table until unconfigure."""
-    for key, hook, builtin in ((BACKENDS_KEY, config.hook.pytest_jetson_backends, BACKENDS),
-                               (SOURCES_KEY, config.hook.pytest_jetson_telemetry_sources, SOURCES)):
+    for key, hook, builtin, row in ((BACKENDS_KEY, "pytest_jetson_backends", BACKENDS, Backend),
+                                    (SOURCES_KEY, "pytest_jetson_telemetry_sources", SOURCES, SourceSpec)):
         added = []
-        for impl in hook.get_hookimpls():
+        for impl in getattr(config.hook, hook).get_hookimpls():
             who = _plugin_name(config, impl)
-            items = impl.function(**{a: config for a in impl.argnames if a == "config"}) or []
-            for item in items:
-                if dataclasses.is_dataclass(item) and getattr(item, "plugin", "") == "pytest-jetson":
+            for item in _returned_rows(config, impl, hook):
+                if not isinstance(item, row):
+                    raise ConfigError(f"{who}: {hook} returned {_short(item)}, not a "
+                                      f"{row.__module__.rsplit('.', 1)[0]}.{row.__name__}")
+                if item.plugin == "pytest-jetson":
                     item = dataclasses.replace(item, plugin=who)
                 added.append(item)
         config.stash[key] = builtin.extended(added)
 
     # Metrics are read by every formatter through the one module table, so a plugin's rows join
     # it for the session and leave it at unconfigure (all or none, metrics.register_plugins).
-    rows = ((_plugin_name(config, impl), impl.function(**{a: config for a in impl.argnames if a == "config"}))
+    rows = ((_plugin_name(config, impl), _returned_rows(config, impl, "pytest_jetson_metrics"))
             for impl in config.hook.pytest_jetson_metrics.get_hookimpls())
     config.stash[METRICS_KEY] = metrics.register_plugins(rows)
 

@@ -124,6 +124,13 @@ def test_an_unknown_backend_lists_the_registered_ones(host):
      "registered the telemetry source 'host', but pytest-jetson already registers one"),
     ("pytest_jetson_telemetry_sources", 'SourceSpec("auto", open=lambda ctx: None)',
      "registered the telemetry source 'auto'"),
+    # a taken name is the fix to make, whatever else the row lacks
+    ("pytest_jetson_backends", 'Backend("simulated", open=None)',
+     "registered the engine backend 'simulated', but pytest-jetson already registers one"),
+    ("pytest_jetson_backends", '"tvm"', ": pytest_jetson_backends returned 'tvm', not a pytest_jetson.engines.Backend"),
+    ("pytest_jetson_telemetry_sources", '{"name": "psu"}',
+     ": pytest_jetson_telemetry_sources returned {'name': 'psu'}, not a pytest_jetson.telemetry.SourceSpec"),
+    ("pytest_jetson_metrics", '"fps"', ": pytest_jetson_metrics returned 'fps', not a pytest_jetson.metrics.Metric"),
 ])
 def test_a_clashing_or_incomplete_extension_is_a_usage_error_naming_the_plugin(host, hook, entry, words):
     host.makeconftest(f'''
@@ -136,10 +143,31 @@ def {hook}(config):
     host.makepyfile(test_a="def test_a():\n    pass\n")
     r = host.runpytest()
     assert r.ret == pytest.ExitCode.USAGE_ERROR
-    r.stderr.fnmatch_lines([f"ERROR: conftest.py {words}*"])
+    r.stderr.fnmatch_lines([f"ERROR: conftest.py{'' if words.startswith(':') else ' '}{words}*"])
     # nothing leaks into the next session of the same interpreter
     host.makeconftest("")
     host.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("hook", ["pytest_jetson_backends", "pytest_jetson_telemetry_sources",
+                                  "pytest_jetson_metrics"])
+def test_a_hook_that_returns_one_row_instead_of_a_list_is_told_how_to_return_it(host, hook):
+    host.makeconftest(f'''
+from pytest_jetson.engines import Backend
+from pytest_jetson.metrics import Metric
+from pytest_jetson.telemetry import SourceSpec
+
+ROWS = {{"pytest_jetson_backends": Backend("tvm", open=print),
+        "pytest_jetson_telemetry_sources": SourceSpec("psu", open=print),
+        "pytest_jetson_metrics": Metric("fps_drop", "percent", "higher", "me", "d", "h")}}
+
+def {hook}(config):
+    return ROWS["{hook}"]
+''')
+    host.makepyfile(test_a="def test_a():\n    pass\n")
+    r = host.runpytest()
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines([f"ERROR: conftest.py: {hook} returned a * not a list; return a list of rows*"])
 
 
 def test_fingerprint_fields_from_a_plugin_keep_baselines_apart(host, monkeypatch):
