@@ -53,6 +53,7 @@ from pytest_jetson.gate.sequential import Design, Sequential
 from pytest_jetson.gate.stats import metric_stats
 from pytest_jetson.metrics import METRICS
 from pytest_jetson.run.measurement import Measurement
+from pytest_jetson.telemetry.series import Series
 from pytest_jetson.telemetry.summary import TelemetrySummary
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "noise"
@@ -230,7 +231,7 @@ def measurement(run: Run, measured: float) -> Measurement:
     series = {"clock": "virtual", "t": t.tolist(), "board_power_w": p.tolist(), "memory_bytes": mem.tolist(),
               "temps_c": {}}
     return Measurement(name=f"t{run.spec.index}", batch=1, latencies=lat.tolist(), duration=duration,
-                       items=n, clock="virtual", telemetry=tele, extra={"telemetry_series": series})
+                       items=n, clock="virtual", telemetry=tele, telemetry_series=Series.from_dict(series))
 
 
 # -- the gate on one test ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ estimated, by the metric's ``estimator`` in ``pytest_jetson.metrics``:
   ``OUTLIER_CAP`` times the spacing below, and its degrees of freedom are the order statistics it
   rests on;
 * ``series_mean`` (``power``, ``gpu_util``): batch means over the samples of the row's telemetry
-  series column in the window (``Measurement.extra["telemetry_series"]``); ``ratio`` (``energy``,
+  series column in the window (``Measurement.telemetry_series``); ``ratio`` (``energy``,
   per item: mean power over throughput) adds its two parts' errors;
 * ``block_peaks`` (``latency_max``) and ``series_peak`` (``memory``, ``power_peak``,
   ``temperature``): the spread of the peaks of ``PEAK_BLOCKS`` contiguous blocks of the samples or
@@ -198,17 +198,17 @@ def _quantile_se(x: np.ndarray, value: float, q: float, inflation: float, df_mea
 
 
 # -- telemetry series ---------------------------------------------------------------------------
-def _series(measurement: Any) -> Optional[Dict[str, Any]]:
-    extra = getattr(measurement, "extra", None)
-    d = extra.get("telemetry_series") if isinstance(extra, dict) else None
-    return d if isinstance(d, dict) and d.get("t") else None
+def _series(measurement: Any) -> Any:
+    """The measurement's telemetry series (``telemetry.series.Series``), None without samples."""
+    series = getattr(measurement, "telemetry_series", None)
+    return series if series is not None and len(series) else None
 
 
-def _window_column(measurement: Any, series: Dict[str, Any], values: Any) -> np.ndarray:
+def _window_column(measurement: Any, series: Any, values: np.ndarray) -> np.ndarray:
     """The samples of a column that lie inside the measured window: a sampler closes with one
     idle reading after the last iteration, which is not part of what the run did."""
-    t = np.asarray(series.get("t") or [], dtype=float)
-    y = np.array([np.nan if v is None else float(v) for v in (values or [])], dtype=float)
+    t = np.asarray(series.t, dtype=float)
+    y = np.asarray(values, dtype=float)
     if y.size != t.size or not t.size:
         return y[np.isfinite(y)]
     duration = float(getattr(measurement, "duration", 0.0) or 0.0)
@@ -223,18 +223,16 @@ def _window_column(measurement: Any, series: Dict[str, Any], values: Any) -> np.
     return y[np.isfinite(y)]
 
 
-def _hottest_column(series: Dict[str, Any], group: str) -> Optional[List[Optional[float]]]:
+def _hottest_column(series: Any, group: str) -> Optional[np.ndarray]:
     """The hottest of a group of columns (``temps_c``: one per sensor) at each time."""
-    temps = series.get(group) or {}
-    cols = [np.array([np.nan if v is None else float(v) for v in col], dtype=float)
-            for col in temps.values() if col]
+    cols = [np.asarray(col, dtype=float) for col in (getattr(series, group, None) or {}).values() if len(col)]
     if not cols:
         return None
     n = min(c.size for c in cols)
     stacked = np.vstack([c[:n] for c in cols])
     with np.errstate(all="ignore"):
-        hottest = np.where(np.isfinite(stacked).any(axis=0), np.nanmax(np.where(np.isfinite(stacked), stacked, -np.inf), axis=0), np.nan)
-    return [None if not np.isfinite(v) else float(v) for v in hottest]
+        return np.where(np.isfinite(stacked).any(axis=0),
+                        np.nanmax(np.where(np.isfinite(stacked), stacked, -np.inf), axis=0), np.nan)
 
 
 #: ``Metric.reduction`` -> the column of the series it reduces, where that is not one column.
@@ -251,7 +249,7 @@ def _series_samples(measurement: Any, row: Metric) -> Optional[np.ndarray]:
     if row.summary and getattr(getattr(measurement, "telemetry", None), row.summary, None) is None:
         return None
     reader = _COLUMNS.get(row.reduction or "")
-    col = reader(series, row.series) if reader else series.get(row.series)
+    col = reader(series, row.series) if reader else getattr(series, row.series, None)
     if col is None:
         return None
     y = _window_column(measurement, series, col)

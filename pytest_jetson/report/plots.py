@@ -41,12 +41,6 @@ def telemetry_series(m: Any) -> Any:
     """The telemetry series a measurement kept for its timeline (``telemetry.series.Series``), or
     None. The one place the figures learn where a measurement keeps it."""
     s = getattr(m, "telemetry_series", None)
-    if s is None:
-        s = (m.extra or {}).get("telemetry_series")
-    if isinstance(s, dict):
-        from ..telemetry.series import Series
-
-        s = Series.from_dict(s)
     return s if s is not None and len(s.t) else None
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from ..metrics import METRICS
+from ..telemetry.series import Series
 from ..telemetry.summary import TelemetrySummary
 
 SCHEMA_VERSION = 1
@@ -49,6 +50,8 @@ class Measurement:
     ``duration`` is the measurement window in seconds on that clock; ``items`` the inputs processed
     in it. ``telemetry`` is a ``TelemetrySummary`` (or None); ``environment`` the fingerprint
     (device, power mode, JetPack, TensorRT, precision, batch, simulated, plugin version).
+    ``telemetry_series`` is the sampled ``telemetry.series.Series`` of the window (or None): the
+    gate's telemetry errors and the timeline plots read it; files keep it in ``extra``.
     """
 
     name: str
@@ -68,6 +71,7 @@ class Measurement:
     telemetry: Any = None
     environment: Dict[str, Any] = field(default_factory=dict)
     extra: Dict[str, Any] = field(default_factory=dict)
+    telemetry_series: Optional[Series] = field(default=None, repr=False)
 
     # -- derived metrics -------------------------------------------------------------------
     @property
@@ -233,15 +237,23 @@ class Measurement:
             "engine_memory": self.engine_memory,
             "telemetry": tele,
             "environment": dict(self.environment),
-            "extra": dict(self.extra),
+            "extra": self._extra_for_files(),
             "summary": self.summary(),
         }
+
+    def _extra_for_files(self) -> Dict[str, Any]:
+        extra = dict(self.extra)
+        if self.telemetry_series is not None and len(self.telemetry_series):
+            extra["telemetry_series"] = self.telemetry_series.to_dict()
+        return extra
 
     @classmethod
     def _kwargs_from_dict(cls, d: Dict[str, Any]) -> Dict[str, Any]:
         tele = d.get("telemetry")
         if isinstance(tele, dict):
             tele = TelemetrySummary.from_dict(tele)
+        extra = dict(d.get("extra", {}))
+        series = extra.pop("telemetry_series", None)
         return dict(
             name=d["name"],
             batch=int(d["batch"]),
@@ -259,7 +271,8 @@ class Measurement:
             engine_memory=d.get("engine_memory"),
             telemetry=tele,
             environment=dict(d.get("environment", {})),
-            extra=dict(d.get("extra", {})),
+            extra=extra,
+            telemetry_series=Series.from_dict(series) if isinstance(series, dict) and series.get("t") else None,
         )
 
     @classmethod

@@ -229,11 +229,12 @@ def run_processes(run: PoolRun) -> PoolMeasurement:
     tele = measured.finish(sum(w.items for w in workers))
     extra: Dict[str, Any] = {"warmup": warm}
     extra.update(span)
-    measured.keep_series(extra)
     for option in row.pool_options:
         extra[f"{option}_per_worker"] = [s.options.get(option) for s in specs]
-    return assemble(specs, workers, backend=backend, clock_kind="wall", window=window,
+    pool = assemble(specs, workers, backend=backend, clock_kind="wall", window=window,
                     start_skew=skew, telemetry=tele, environment=env, extra=extra)
+    pool.telemetry_series = measured.series()
+    return pool
 
 
 def _opener_ref(spec: Any) -> Optional[str]:

@@ -277,11 +277,12 @@ def run_pool(run: PoolRun) -> PoolMeasurement:
         w.extra["window_start"] = 0.0
     tele = measured.finish(sum(w.items for w in workers))
     extra = {"warmup": warm, "contention": "homogeneous" if plan.homogeneous else "round-robin mix"}
-    measured.keep_series(extra)
     if not plan.homogeneous:
         extra["load"] = plan.load().to_dict()
-    return assemble(specs, workers, backend="simulated", clock_kind="virtual", window=window,
+    pool = assemble(specs, workers, backend="simulated", clock_kind="virtual", window=window,
                     start_skew=0.0, telemetry=tele, environment=env, extra=extra)
+    pool.telemetry_series = measured.series()
+    return pool
 
 
 def _virtual_clock(run: PoolRun) -> Any:

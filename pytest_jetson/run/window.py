@@ -9,10 +9,10 @@ from the virtual clock, where engines and pools announce it (``SimClock.announce
     with window:
         ... the timed span ...
     summary = window.finish(items)
-    window.keep_series(extra)
+    series = window.series()
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from ..errors import ConfigError
 
@@ -80,8 +80,7 @@ class MeasuredWindow:
             pass
         return peek()
 
-    def keep_series(self, extra: Dict[str, Any]) -> None:
-        """The telemetry time series into ``extra`` (for the per-test timeline plot)."""
+    def series(self) -> Any:
+        """The window's telemetry time series (``telemetry.series.Series``), None without samples."""
         series = getattr(self.sampler, "series", None) if self.sampler is not None else None
-        if series is not None and hasattr(series, "to_dict") and len(series):
-            extra["telemetry_series"] = series.to_dict()
+        return series if series is not None and hasattr(series, "to_dict") and len(series) else None

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pytest_jetson.gate.distributions import norm_isf, t_isf, t_sf
 from pytest_jetson.gate.stats import batch_means_se, metric_stats, peak_se
 from pytest_jetson.run.measurement import Measurement
+from pytest_jetson.telemetry.series import Series
 from pytest_jetson.telemetry.summary import TelemetrySummary
 
 
@@ -78,7 +79,7 @@ def _measurement_with_series(power, memory=None, interval=0.1, lat_n=500):
                             memory_peak_bytes=float(np.max(memory if memory is not None else [2e8])),
                             temperature_max_c=40.0 + 0.01 * (len(power) - 1))
     return Measurement(name="m", batch=1, latencies=lat, duration=duration, items=lat_n, telemetry=tele,
-                       extra={"telemetry_series": series})
+                       telemetry_series=Series.from_dict(series))
 
 
 def test_power_error_comes_from_the_series_and_respects_its_autocorrelation():

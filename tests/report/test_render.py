@@ -7,6 +7,7 @@ from pytest_jetson.gate.checks import Verdict
 from pytest_jetson.gate.session import TestResult
 from pytest_jetson.report import junit, markdown, plots, terminal
 from pytest_jetson.run.measurement import Measurement
+from pytest_jetson.telemetry.series import Series
 
 FP = {"device": "orin-nano-8gb", "power_mode": "15W", "simulated": True}
 
@@ -16,9 +17,10 @@ def result(nodeid, outcome, change=None, series=False):
     m = Measurement(name="m", batch=8, latencies=lat, duration=float(sum(lat)), items=2400)
     if series:
         t = [0.1 * i for i in range(30)]
-        m.extra = {"telemetry_series": {"clock": "virtual", "t": t, "board_power_w": [7.0 + 0.01 * i for i in range(30)],
-                                           "gpu_util": [90.0] * 30, "gpu_clock_mhz": [None] * 30,
-                                           "temps_c": {"gpu": [50.0 + 0.1 * i for i in range(30)]}}}
+        m.telemetry_series = Series.from_dict({
+            "clock": "virtual", "t": t, "board_power_w": [7.0 + 0.01 * i for i in range(30)],
+            "gpu_util": [90.0] * 30, "gpu_clock_mhz": [None] * 30,
+            "temps_c": {"gpu": [50.0 + 0.1 * i for i in range(30)]}})
     reason = {"pass": "within_tolerance", "fail": "regression", "skip": "no_baseline"}[outcome]
     v = Verdict(metric="throughput", outcome=outcome, reason=reason, bound="5%", kind="relative",
                 tolerance=0.05, value=800.0, ci=(790.0, 810.0), confidence=0.99,
