@@ -22,7 +22,6 @@ ON_PURPOSE = {
     # the plugin makes its test counts at start-up; only the perf results need the gate's verdicts
     ("pytest_jetson/report/counts.py", "pytest_jetson.gate"),
     ("pytest_jetson/report/files.py", "pytest_jetson.report.jsonreport"),  # numpy, through the gate
-    ("pytest_jetson/report/plots.py", "pytest_jetson.telemetry.series"),  # numpy
     # importlib.metadata: about 20 ms that `pytest-jetson devices` would pay for nothing
     ("pytest_jetson/devices/detect.py", "importlib"),
     # importlib.metadata again: `pytest-jetson models` and every pool worker import the table
