@@ -21,8 +21,8 @@ import pytest
 from pytest_jetson.run.pool import run_pool
 
 pytest.importorskip("pytest_benchmark")
-# the fake engines live in tests/fakes; spawned workers inherit this path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the fake engines live in tests/fakes (imported as ``fakes``); spawned workers inherit this path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 FAKE = ("fake", {"engine_factory": "fakes.pools:open_fake", "delay": 0.001})
 WINDOW, WARMUP = 0.2, 0.05
