@@ -23,6 +23,9 @@ def host(pytester, monkeypatch, tmp_path):
     """A plain host (no board files), a private model cache, and a tiny real ONNX file."""
     monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path / "empty-root"))
     monkeypatch.setenv("PYTEST_JETSON_CACHE", str(tmp_path / "cache"))
+    # the inner session is no xdist worker, even when this one is (pytest-benchmark reads the
+    # variable and turns itself off)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     tiny_onnx(pytester.path / "tiny.onnx", features=16)
     return pytester
 
