@@ -26,6 +26,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import EngineError
+from .cuda_graphs import Graph, capture, import_cudart
 
 IO_MODES = ("mapped", "device", "host")
 #: Inferences in flight in the timed loop (trtexec: 1 + overlap, overlap on by default).
@@ -95,61 +96,6 @@ class ProcessContext:
     @property
     def integrated(self) -> bool:
         return bool(self.attribute("INTEGRATED"))
-
-
-# -- CUDA graphs through cuda-python --------------------------------------------------------------
-def import_cudart() -> Tuple[Optional[Any], str]:
-    """(cuda-python's runtime module, "") or (None, why not)."""
-    try:
-        from cuda.bindings import runtime as cudart  # cuda-python 12.6 and later
-        return cudart, ""
-    except ImportError:
-        pass
-    try:
-        from cuda import cudart  # type: ignore[no-redef]  # older cuda-python
-        return cudart, ""
-    except ImportError:
-        return None, "cuda-python is not installed (pip install 'pytest-jetson[cudagraph]')"
-
-
-class Graph:
-    """One captured enqueue, replayed with ``launch``."""
-
-    def __init__(self, cudart: Any, stream_handle: int, enqueue: Callable[[], bool]) -> None:
-        self.cudart = cudart
-        self.stream = stream_handle
-        self.exec: Any = None
-        mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal
-        self._check(cudart.cudaStreamBeginCapture(stream_handle, mode), "cudaStreamBeginCapture")
-        ok = False
-        try:
-            ok = bool(enqueue())
-        finally:
-            err, graph = cudart.cudaStreamEndCapture(stream_handle)
-        if not ok or err != cudart.cudaError_t.cudaSuccess or graph is None:
-            cudart.cudaGetLastError()  # clear the capture's error
-            if graph is not None and err == cudart.cudaError_t.cudaSuccess:
-                cudart.cudaGraphDestroy(graph)
-            raise RuntimeError("TensorRT's enqueue cannot be captured into a CUDA graph")
-        try:
-            err, self.exec = cudart.cudaGraphInstantiate(graph, 0)
-            self._check((err,), "cudaGraphInstantiate")
-        finally:
-            cudart.cudaGraphDestroy(graph)
-
-    def _check(self, result: Any, what: str) -> None:
-        err = result[0] if isinstance(result, tuple) else result
-        if err != self.cudart.cudaError_t.cudaSuccess:
-            raise RuntimeError(f"{what} failed: {err}")
-
-    def launch(self) -> bool:
-        (err,) = self.cudart.cudaGraphLaunch(self.exec, self.stream)
-        return err == self.cudart.cudaError_t.cudaSuccess
-
-    def destroy(self) -> None:
-        if self.exec is not None:
-            self.cudart.cudaGraphExecDestroy(self.exec)
-            self.exec = None
 
 
 # -- buffers ------------------------------------------------------------------------------------
@@ -244,10 +190,7 @@ class Runner:
         # trtexec enqueues once before capturing, so lazy initialisation stays out of the graph
         self._enqueue_direct()
         self.stream.synchronize()
-        try:
-            self.graph = Graph(self.cudart, int(self.stream.handle), self._enqueue_direct)
-        except RuntimeError as exc:
-            self.graph_note = f"{exc}; enqueued directly"
+        self.graph, self.graph_note = capture(self.cudart, int(self.stream.handle), self._enqueue_direct)
 
     @property
     def graph_state(self) -> str:
