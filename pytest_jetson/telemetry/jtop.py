@@ -7,7 +7,7 @@ One client serves the whole session (opening one costs a handshake and a thread 
 
 * ``jetson.gpu`` and ``jetson.memory`` are mapping-like ``GenericInterface`` objects, not dicts;
   the GPU is keyed by its device-tree name (``gp10b``, ``gv11b``, ``ga10b``, ``gpu``; ``Thor`` when
-  7.x reads it through NVML, with clocks in MHz instead of kHz).
+  7.x reads it through NVML, with clocks in MHz instead of kHz: see ``_gpu_mhz``).
 * ``jetson.stats['time']`` is ``datetime.now()`` at every call, so it says nothing about the data's
   age. A reading is new when the service's own stamp moved: ``jetson.uptime`` is the board's
   uptime the service read with the data.
@@ -200,12 +200,26 @@ def _gpu(jetson: Any) -> Tuple[Optional[str], Dict[str, Any]]:
     return (entries[0][0], entries[0][1]) if entries else (None, {})
 
 
-def _gpu_mhz(freq: Any, key: str) -> Optional[float]:
+#: Above this a clock jtop gives is in kHz, below in MHz: no GPU runs at 10 GHz, and no Jetson GPU's
+#: devfreq range reaches down to 10 MHz (the lowest, a Nano's, is 76.8 MHz).
+_KHZ_ABOVE = 10_000.0
+
+
+def _gpu_mhz(gpu: Any, key: str) -> Optional[float]:
+    """The GPU's ``key`` clock (cur, max) in MHz from its jtop entry.
+
+    jtop's devfreq path (every board before Thor) gives kHz (``int(cur_freq) // 1000``). Its NVML
+    path (Thor) marks the entry ``power_control: "nvml"`` and gives NVML's MHz, but jetson-stats 7.2
+    then sets ``governor`` to devfreq's (``nvhost_podgov``) and fills each clock NVML did not give
+    (0) from devfreq, in kHz (jtop/core/gpu.py, nvml_read_gpu_status and _thor_gpc_freq): on that
+    path the unit is the value's own.
+    """
+    freq = _get(gpu, "freq")
     value = _num(_get(freq, key))
     if value is None:
         return None
-    # sysfs devfreq gives kHz; jetson-stats 7 on Thor reads NVML, which gives MHz.
-    return value if _get(freq, "governor") == "nvml" else value / 1000.0
+    nvml = _get(gpu, "power_control") == "nvml" or _get(freq, "governor") == "nvml"
+    return value / 1000.0 if not nvml or value > _KHZ_ABOVE else value
 
 
 class JtopSource(Source):
@@ -263,7 +277,7 @@ class JtopSource(Source):
         if self._jetson is None:
             return None
         _, gpu = _gpu(self._jetson)
-        return _gpu_mhz(_get(gpu, "freq"), "max")
+        return _gpu_mhz(gpu, "max")
 
     # -- reading -----------------------------------------------------------------------------------
     def read(self, now: float) -> Reading:
@@ -279,7 +293,7 @@ class JtopSource(Source):
             rails_w=rails,
             memory_bytes=None if ram_kb is None else ram_kb * 1024.0,
             gpu_util=_num(_get(_get(gpu, "status"), "load")),
-            gpu_clock_mhz=_gpu_mhz(_get(gpu, "freq"), "cur"),
+            gpu_clock_mhz=_gpu_mhz(gpu, "cur"),
             emc_util=_num(_get(_get(memory, "EMC"), "val")),
             cpu_util=_cpu_busy(j),
             temps_c=_temperatures(j),
