@@ -8,7 +8,20 @@ tests/fakes/cuda_api are read from those wheels). ``cudaGraphInstantiate`` has n
 leaves the engine enqueueing directly, with the reason in ``extra["cuda_graph"]``.
 """
 
-from typing import Any, Callable, Optional, Tuple
+import sys
+import threading
+import warnings
+from importlib import metadata
+from typing import Any, Callable, Optional, Set, Tuple
+
+
+class CudaGraphWarning(UserWarning):
+    """CUDA graphs were asked for and are off for a reason the user can fix."""
+
+
+#: (cuda-python version, driver version) pairs already warned about: once per session.
+_WARNED: Set[Tuple[str, int]] = set()
+_WARNED_LOCK = threading.Lock()
 
 
 def import_cudart() -> Tuple[Optional[Any], str]:
@@ -71,4 +84,47 @@ def capture(cudart: Any, stream_handle: int, enqueue: Callable[[], bool]) -> Tup
     try:
         return Graph(cudart, stream_handle, enqueue), ""
     except Exception as exc:  # a cuda-python of another signature, a driver it cannot use, ...
-        return None, f"{exc}; enqueued directly"
+        why = _driver_too_old(cudart) or str(exc)
+        return None, f"{why}; enqueued directly"
+
+
+def _cuda_python_version(cudart: Any) -> str:
+    for name in ("cuda.bindings", "cuda"):
+        version = getattr(sys.modules.get(name), "__version__", None)
+        if version:
+            return str(version)
+    for dist in ("cuda-bindings", "cuda-python"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return ""
+
+
+def _major(version: str) -> int:
+    head = version.split(".")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _driver_too_old(cudart: Any) -> str:
+    """Why graphs are off when cuda-python's CUDA major is above the driver's (the ``cudagraph``
+    extra resolves to cuda-python 13, which JetPack 5 and 6 drivers cannot run), warned once per
+    session; "" when that is not the reason."""
+    try:
+        err, driver = cudart.cudaDriverGetVersion()
+        driver = int(driver) if err == cudart.cudaError_t.cudaSuccess else 0
+    except Exception:
+        return ""
+    version = _cuda_python_version(cudart)
+    if not driver or not version or _major(version) <= driver // 1000:
+        return ""
+    major, minor = driver // 1000, (driver % 1000) // 10
+    line = f"cuda-python>={major}.8,<{major + 1}" if major == 11 else f"cuda-python>={major},<{major + 1}"
+    why = (f"cuda-python {version} needs a CUDA {_major(version)} driver and this driver is CUDA "
+           f"{major}.{minor}: pip install '{line}'")
+    with _WARNED_LOCK:
+        first = (version, driver) not in _WARNED
+        _WARNED.add((version, driver))
+    if first:
+        warnings.warn(f"CUDA graphs are off: {why}", CudaGraphWarning, stacklevel=2)
+    return why

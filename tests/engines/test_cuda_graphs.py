@@ -24,6 +24,7 @@ def _fresh_process(monkeypatch):
 
 
 def _open(tmp_path, **kw):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     return open_engine(conv_onnx(tmp_path / "net.onnx"), backend="tensorrt", precision="fp16", batch=2,
                        cache_dir=tmp_path / "plans", device=None, **kw)
 
@@ -73,3 +74,28 @@ def test_any_failure_of_the_graph_path_falls_back_with_the_reason(monkeypatch, t
     assert m.iterations == 5 and fake_cudart.STATE.launches == 0
     assert m.extra["cuda_graph"].startswith("cudaGraphInstantiateWithFlags() takes exactly 3")
     assert m.extra["cuda_graph"].endswith("; enqueued directly")
+
+
+@pytest.mark.parametrize("version, driver, line", [
+    ("13.0.0", 12060, "cuda-python>=12,<13"),    # JetPack 6: CUDA 12.6
+    ("12.9.0", 11040, "cuda-python>=11.8,<12"),  # JetPack 5: CUDA 11.4
+])
+def test_a_cuda_python_too_new_for_the_driver_is_said_once_with_the_fix(monkeypatch, tmp_path, version, driver,
+                                                                       line):
+    from pytest_jetson.engines import cuda_graphs
+
+    monkeypatch.setattr(cuda_graphs, "_WARNED", set())
+    fake_tensorrt.install(monkeypatch)
+    fake_cudart.install(monkeypatch, version, driver=driver)
+    with pytest.warns(cuda_graphs.CudaGraphWarning) as record:
+        engines = [_open(tmp_path / str(i)) for i in range(2)]
+    texts = [str(w.message) for w in record if issubclass(w.category, cuda_graphs.CudaGraphWarning)]
+    assert len(texts) == 1  # once per session, not per engine
+    major, minor = driver // 1000, driver % 1000 // 10
+    assert f"cuda-python {version} needs a CUDA {version.split('.')[0]} driver" in texts[0]
+    assert f"driver is CUDA {major}.{minor}" in texts[0] and f"pip install '{line}'" in texts[0]
+    for engine in engines:
+        m = measure(engine, iterations=3, warmup=0)
+        engine.close()
+        assert m.iterations == 3 and fake_cudart.STATE.launches == 0
+        assert m.extra["cuda_graph"].startswith(f"cuda-python {version} needs")
