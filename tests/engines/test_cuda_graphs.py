@@ -4,12 +4,15 @@ parameter counts and returns are read from the real wheels (tests/fakes/cuda_api
 What these tests cannot show: that a real driver captures TensorRT's enqueue.
 """
 
+import inspect
+import re
+
 import pytest
 from fakes import fake_cudart, fake_pycuda, fake_tensorrt
 from fakes.onnx_models import conv_onnx
 
 from pytest_jetson.engines import cache as plan_cache
-from pytest_jetson.engines import open_engine
+from pytest_jetson.engines import cuda_graphs, open_engine
 from pytest_jetson.run.harness import measure
 
 
@@ -82,8 +85,6 @@ def test_any_failure_of_the_graph_path_falls_back_with_the_reason(monkeypatch, t
 ])
 def test_a_cuda_python_too_new_for_the_driver_is_said_once_with_the_fix(monkeypatch, tmp_path, version, driver,
                                                                        line):
-    from pytest_jetson.engines import cuda_graphs
-
     monkeypatch.setattr(cuda_graphs, "_WARNED", set())
     fake_tensorrt.install(monkeypatch)
     fake_cudart.install(monkeypatch, version, driver=driver)
@@ -99,3 +100,19 @@ def test_a_cuda_python_too_new_for_the_driver_is_said_once_with_the_fix(monkeypa
         engine.close()
         assert m.iterations == 3 and fake_cudart.STATE.launches == 0
         assert m.extra["cuda_graph"].startswith(f"cuda-python {version} needs")
+
+
+def test_every_cudart_name_the_plugin_uses_exists_with_its_arity_in_every_line():
+    """A conformance check of the source itself against the tables read from the wheels."""
+    source = inspect.getsource(cuda_graphs)
+    used = set(re.findall(r"cudart\.(cuda\w+)\(", source))
+    assert {"cudaGraphInstantiateWithFlags", "cudaStreamBeginCapture", "cudaDriverGetVersion"} <= used
+    assert "cudaGraphInstantiate" not in used  # 11.8 and 12 disagree on it
+    for version in fake_cudart.VERSIONS:
+        functions = fake_cudart.table(version)["functions"]
+        for name in used:
+            assert name in functions, (version, name)
+            calls = re.findall(rf"cudart\.{name}\(([^)]*)\)", source)
+            for args in calls:
+                given = len([a for a in args.split(",") if a.strip()])
+                assert given == len(functions[name]["params"]), (version, name, args)
