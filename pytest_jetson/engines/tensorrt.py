@@ -39,6 +39,7 @@ from .base import (
     resolve_onnx,
 )
 from .qdq import has_qdq, qdq_copy
+from .tensorrt_dtypes import numpy_dtype
 from .tensorrt_run import IO_MODES, Binding, ProcessContext, Runner
 
 INSTALL_HINT = (
@@ -306,11 +307,13 @@ class TensorRTEngine(Engine):
             for i in range(engine.num_io_tensors):
                 name = engine.get_tensor_name(i)
                 is_input = engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT
-                out.append(Binding(name, i, is_input, trt.nptype(engine.get_tensor_dtype(name))))
+                dtype = numpy_dtype(engine.get_tensor_dtype(name), f"{self.name} ({name!r})")
+                out.append(Binding(name, i, is_input, dtype))
         else:
             for i in range(engine.num_bindings):
-                out.append(Binding(engine.get_binding_name(i), i, bool(engine.binding_is_input(i)),
-                                   trt.nptype(engine.get_binding_dtype(i))))
+                name = engine.get_binding_name(i)
+                dtype = numpy_dtype(engine.get_binding_dtype(i), f"{self.name} ({name!r})")
+                out.append(Binding(name, i, bool(engine.binding_is_input(i)), dtype))
         return out
 
     def _engine_shape(self, b: Binding) -> Tuple[int, ...]:

@@ -706,6 +706,28 @@ def nptype(trt_type):
     raise TypeError("Could not resolve TensorRT datatype to an equivalent numpy datatype.")
 
 
+def nptype_8(trt_type):
+    """``nptype`` as TensorRT 8.2.1 and 8.5.2 ship it (python/packaging/tensorrt/__init__.py at the
+    8.2.1 and 8.5.2 tags of NVIDIA/TensorRT): the table is built on every call with ``np.bool``,
+    which numpy 1.24 removed (numpy 2.0 brought it back), so there it raises AttributeError for
+    every type. 8.5.2 added ``uint8``; 8.5.3 changed ``np.bool`` to ``np.bool_``."""
+    import numpy as np
+
+    data_type = _MODULE.DataType
+    mapping = {
+        data_type.FLOAT: np.float32,
+        data_type.HALF: np.float16,
+        data_type.INT8: np.int8,
+        data_type.INT32: np.int32,
+        data_type.BOOL: np.bool,  # as at the tags; the fault modelled here
+    }
+    if VERSION == "8.5.2":
+        mapping[data_type.UINT8] = np.uint8
+    if trt_type in mapping:
+        return mapping[trt_type]
+    raise TypeError("Could not resolve TensorRT datatype to an equivalent numpy datatype.")
+
+
 _CLASSES = (ITensor, ILayer, INetworkDefinition, ParserError, OnnxParser, IOptimizationProfile, ITimingCache,
             IHostMemory, IBuilderConfig, Builder, Runtime, EngineInspector, ICudaEngine, IExecutionContext)
 _ENUMS = ("BuilderFlag", "NetworkDefinitionCreationFlag", "LayerType", "LayerInformationFormat", "MemoryPoolType",
@@ -730,7 +752,8 @@ def reset(version: str = "10.3.0") -> Any:
         enum = _enum(name)
         if enum is not None:
             setattr(module, name, enum)
-    module.ILogger, module.Logger, module.nptype = ILogger, Logger, nptype
+    module.ILogger, module.Logger = ILogger, Logger
+    module.nptype = nptype_8 if version in ("8.2.1", "8.5.2") else nptype
 
     def __getattr__(name: str) -> Any:
         if name in documented:

@@ -1,0 +1,64 @@
+"""Faults of the real TensorRT releases on JetPack boards that the backend must work around,
+against the version-exact fakes (tests/fakes/fake_tensorrt.py cites where each behaviour comes from)."""
+
+import numpy as np
+import pytest
+from fakes import fake_tensorrt
+from fakes.onnx_models import conv_onnx
+
+from pytest_jetson.engines import cache as plan_cache
+from pytest_jetson.engines import open_engine
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process(monkeypatch):
+    from pytest_jetson.engines import tensorrt_build
+    from pytest_jetson.engines.tensorrt_run import ProcessContext
+
+    monkeypatch.setattr(ProcessContext, "_by_pid", {})
+    monkeypatch.setattr(tensorrt_build, "_LOGGERS", {})
+    monkeypatch.setattr(plan_cache, "read_compatible", lambda root=None: "nvidia,p3768-0000+p3767-0005")
+
+
+def _open(path, tmp_path, **kw):
+    kw.setdefault("precision", "fp16")
+    kw.setdefault("cache_dir", tmp_path / "plans")
+    kw.setdefault("device", None)
+    return open_engine(path, backend="tensorrt", **kw)
+
+
+@pytest.fixture
+def numpy_1_24(monkeypatch):
+    """numpy as pip installs it on a JetPack 5 board's Python 3.8 (1.24.4): ``np.bool`` removed
+    (numpy 1.24 release notes, expired deprecations; numpy 2.0 added it back)."""
+    monkeypatch.delattr(np, "bool", raising=False)
+
+
+# -- item 1: TensorRT 8.2.1/8.5.2's own nptype cannot run on numpy 1.24+ --------------------------
+@pytest.mark.parametrize("version", ["8.2.1", "8.5.2"])
+def test_an_engine_opens_on_jetpack_5s_numpy_although_tensorrts_nptype_fails_there(
+        monkeypatch, tmp_path, numpy_1_24, version):
+    trt = fake_tensorrt.install(monkeypatch, version=version)
+    with pytest.raises(AttributeError, match="bool"):  # the release's own function, as shipped
+        trt.nptype(trt.DataType.FLOAT)
+    engine = _open(conv_onnx(tmp_path / "net.onnx"), tmp_path, batch=2)
+    out = engine.infer()["y"]
+    assert out.dtype == np.float32 and out.shape == (2, 4)
+    assert engine.inputs[0].dtype == np.float32
+    engine.close()
+
+
+@pytest.mark.parametrize("version", ["8.2.1", "8.5.2", "10.3.0", "10.13.3", "11.1.0"])
+def test_every_data_type_of_every_release_has_a_numpy_dtype_or_a_clear_refusal(monkeypatch, version):
+    from pytest_jetson.engines.tensorrt_dtypes import NUMPY_DTYPES, numpy_dtype
+    from pytest_jetson.errors import EngineError
+
+    trt = fake_tensorrt.install(monkeypatch, version=version)
+    members = [m for m in fake_tensorrt.API["classes"]["DataType"] if not m.startswith("_")]
+    assert set(members) <= set(NUMPY_DTYPES)
+    for m in members:
+        if NUMPY_DTYPES[m] is None:
+            with pytest.raises(EngineError, match=f"is {m}, which numpy has no dtype for"):
+                numpy_dtype(getattr(trt.DataType, m), "net")
+        else:
+            assert np.dtype(numpy_dtype(getattr(trt.DataType, m), "net")).name == np.dtype(NUMPY_DTYPES[m]).name
