@@ -262,12 +262,13 @@ def effective_precision(name: str, precision: str, board: Board, dla: bool,
 
 def set_precision(trt: Any, config: Any, precision: str) -> None:
     flag = trt.BuilderFlag
-    if not hasattr(flag, "FP16"):
+    # TensorRT 11 keeps TF32 and drops FP16/INT8 (BuilderFlag in its bindings): fp32 and tf32 build
+    if precision in ("fp16", "int8") and not hasattr(flag, "FP16"):
         raise EngineError(
             f"TensorRT {trt.__version__} has no weakly-typed precision flags (BuilderFlag.FP16/INT8 "
             "were removed in TensorRT 11): it builds strongly typed networks from an ONNX already "
             "converted to fp16 (ModelOpt AutoCast) or carrying Q/DQ, which pytest-jetson does not "
-            "do yet. Use TensorRT 10 (JetPack 6 or 7)"
+            "do yet. Use precision='fp32' or 'tf32', or TensorRT 10 (JetPack 6 or 7)"
         )
     if precision == "fp32":
         if hasattr(flag, "TF32"):

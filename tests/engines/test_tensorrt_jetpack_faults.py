@@ -62,3 +62,23 @@ def test_every_data_type_of_every_release_has_a_numpy_dtype_or_a_clear_refusal(m
                 numpy_dtype(getattr(trt.DataType, m), "net")
         else:
             assert np.dtype(numpy_dtype(getattr(trt.DataType, m), "net")).name == np.dtype(NUMPY_DTYPES[m]).name
+
+
+# -- item 12: TensorRT 11 builds fp32 and tf32 (it dropped FP16/INT8 flags, not TF32) -------------
+@pytest.mark.parametrize("precision, flags", [("fp32", set()), ("tf32", {"TF32"})])
+def test_tensorrt_11_builds_fp32_and_tf32(monkeypatch, tmp_path, precision, flags):
+    trt = fake_tensorrt.install(monkeypatch, version="11.1.0")
+    with pytest.raises(AttributeError):  # BuilderFlag of 11.1.0/11.4.0 (tensorrt_surface tables)
+        getattr(trt.BuilderFlag, "FP16")  # noqa: B009
+    engine = _open(conv_onnx(tmp_path / "net.onnx"), tmp_path, batch=2, precision=precision)
+    assert engine.infer()["y"].shape == (2, 4) and engine.precision == precision
+    assert {f.name for f in fake_tensorrt.LOG["configs"][0]._flags} == flags
+    engine.close()
+
+
+def test_tensorrt_11_still_refuses_fp16_and_says_what_builds(monkeypatch, tmp_path):
+    from pytest_jetson.errors import EngineError
+
+    fake_tensorrt.install(monkeypatch, version="11.1.0")
+    with pytest.raises(EngineError, match=r"(?s)removed in TensorRT 11.*precision='fp32' or 'tf32'"):
+        _open(conv_onnx(tmp_path / "net.onnx"), tmp_path, precision="fp16")
