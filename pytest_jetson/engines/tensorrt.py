@@ -105,6 +105,7 @@ class TensorRTEngine(Engine):
         self.build_time: Optional[float] = None
         self.build_time_source: Optional[str] = None
         self.latency_first: Optional[float] = None
+        self.default_workspace: Optional[int] = None  # what the build set where TensorRT's was 0
         self._check_options(io, dla_core, device)
         workspace_bytes = None if workspace is None else parse_size(workspace, f"{self.name}: workspace")
         self.plan_file = ref.kind == PLAN
@@ -255,8 +256,10 @@ class TensorRTEngine(Engine):
                     done.placement = tb.placement_from_inspector(trt, engine, done.layer_names, int(self.dla_core))
                 self.placement = done.placement
                 self.build_time, self.build_time_source = done.seconds, "built in this session"
+                self.default_workspace = request.default_workspace
                 built = {"seconds": done.seconds, "power_mode": self._power_mode(),
-                         "placement": None if done.placement is None else done.placement.to_dict()}
+                         "placement": None if done.placement is None else done.placement.to_dict(),
+                         "default_workspace": self.default_workspace}
                 plan_cache.store(self.plan_path, key, plan, built)
                 self.built = True
         assert plan is not None
@@ -269,6 +272,8 @@ class TensorRTEngine(Engine):
     def _from_header(self, built: Dict[str, Any]) -> None:
         if built.get("seconds") is not None:
             self.build_time, self.build_time_source = float(built["seconds"]), "plan cache"
+        if built.get("default_workspace"):
+            self.default_workspace = int(built["default_workspace"])
         if built.get("placement"):
             self.placement = tb.Placement.from_dict(built["placement"])
         then, now = built.get("power_mode"), self._power_mode()
@@ -470,6 +475,9 @@ class TensorRTEngine(Engine):
         if self.placement is not None:
             extra["placement"] = self.placement.describe()
             extra["gpu_layers"] = list(self.placement.gpu_layers)
+        if self.default_workspace is not None:
+            extra["workspace"] = (f"{self.default_workspace >> 20} MiB, trtexec's default: this TensorRT's "
+                                  "builder defaults to 0 bytes")
         if self.requested_precision != self.precision:
             extra["requested_precision"] = self.requested_precision
         if self.notes:

@@ -30,6 +30,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import EngineError, ModelError
 from ..fileio import write_atomic
 
+#: trtexec's --workspace default before TensorRT 8.3 (samples/common/sampleOptions.h at 8.2.1:
+#: ``defaultWorkspace{16}``, in MiB)
+TRTEXEC_WORKSPACE = 16 << 20
 #: Placeholder int8 dynamic range of uncalibrated tensors, before TensorRT 10.1 (trtexec:
 #: layer inputs +-2, outputs +-4, pooling outputs as their input).
 RANGE_IN, RANGE_OUT = 2.0, 4.0
@@ -133,6 +136,7 @@ class Request:
     workspace: Optional[int]
     shapes: Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]] = field(default_factory=dict)
     int8_mode: Optional[str] = None  # "qdq-in-model", "placeholder-ranges", "placeholder-qdq"
+    default_workspace: Optional[int] = None  # set by the build where TensorRT's default was 0 bytes
 
 
 @dataclass
@@ -426,6 +430,10 @@ def _configure(trt: Any, builder: Any, req: Request, dla: bool) -> Any:
             config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(req.workspace))
         else:  # TensorRT < 8.4
             config.max_workspace_size = int(req.workspace)
+    elif not hasattr(config, "set_memory_pool_limit") and config.max_workspace_size == 0:
+        # before the memory pools of 8.3 the workspace defaults to 0 bytes (NvInfer.h at 8.2.1), so
+        # tactics needing scratch memory were skipped; trtexec 8.2 builds with 16 MiB
+        config.max_workspace_size = req.default_workspace = TRTEXEC_WORKSPACE
     set_precision(trt, config, req.precision)
     if dla:
         config.default_device_type = trt.DeviceType.DLA

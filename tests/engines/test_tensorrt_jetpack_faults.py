@@ -82,3 +82,33 @@ def test_tensorrt_11_still_refuses_fp16_and_says_what_builds(monkeypatch, tmp_pa
     fake_tensorrt.install(monkeypatch, version="11.1.0")
     with pytest.raises(EngineError, match=r"(?s)removed in TensorRT 11.*precision='fp32' or 'tf32'"):
         _open(conv_onnx(tmp_path / "net.onnx"), tmp_path, precision="fp16")
+
+
+# -- item 3: TensorRT 8.2's builder defaults to a 0-byte workspace; trtexec 8.2 uses 16 MiB ----------
+def test_tensorrt_8_2_without_workspace_builds_with_trtexecs_16_mib_and_says_so(monkeypatch, tmp_path):
+    from pytest_jetson.run.harness import measure
+
+    fake_tensorrt.install(monkeypatch, version="8.2.1")
+    path = conv_onnx(tmp_path / "net.onnx")
+    engine = _open(path, tmp_path)
+    assert fake_tensorrt.LOG["configs"][0]._workspace == 16 << 20
+    m = measure(engine, iterations=3, warmup=0)
+    assert m.extra["workspace"] == "16 MiB, trtexec's default: this TensorRT's builder defaults to 0 bytes"
+    engine.close()
+    again = _open(path, tmp_path)  # from the plan cache: still said
+    assert not again.built and again.measurement_extra()["workspace"].startswith("16 MiB")
+    again.close()
+
+
+@pytest.mark.parametrize("version, workspace, expected", [
+    ("8.2.1", "64 MiB", 64 << 20),  # the user's, untouched
+    ("8.5.2", None, fake_tensorrt.DEVICE_MEMORY),  # 8.3+: the default is the device's memory
+])
+def test_the_workspace_is_left_alone_where_tensorrts_default_is_not_0(monkeypatch, tmp_path, version,
+                                                                       workspace, expected):
+    fake_tensorrt.install(monkeypatch, version=version)
+    engine = _open(conv_onnx(tmp_path / "net.onnx"), tmp_path, workspace=workspace)
+    config = fake_tensorrt.LOG["configs"][0]
+    assert config._workspace == expected and config._pools.get("WORKSPACE") is None
+    assert "workspace" not in engine.measurement_extra()
+    engine.close()

@@ -43,6 +43,8 @@ DLA_UNSUPPORTED = {"Softmax", "Gather", "TopK"}
 COMPUTE_MS_PER_ITEM = 2.0
 #: Set by tests: the builder fails (returns None) after logging an error.
 FAIL_BUILD = False
+#: Total global memory of the fake GPU (bytes): TensorRT 8.3+'s default workspace limit.
+DEVICE_MEMORY = 8 << 30
 #: DLA cores the fake Builder/Runtime report.
 DLA_CORES = 0
 #: When True the real pycuda is in use (a GPU machine): the "kernel" is a device-to-device copy.
@@ -381,7 +383,10 @@ class IBuilderConfig(_Gated):
         object.__setattr__(self, "_loaded_timing", None)
         object.__setattr__(self, "_device", m.DeviceType.GPU)
         object.__setattr__(self, "_dla", -1)
-        object.__setattr__(self, "_workspace", None)
+        # NvInfer.h, getMaxWorkspaceSize: at 8.2.1 "By default the workspace size is 0, which means
+        # there is no temporary memory"; at 8.5.2 (8.3 added memory pools) "the size of total
+        # global memory in the device"; 10.0 removed the property
+        object.__setattr__(self, "_workspace", 0 if _major_minor(VERSION) < (8, 3) else DEVICE_MEMORY)
 
     # properties in the binding
     default_device_type = property(lambda self: self._device,
