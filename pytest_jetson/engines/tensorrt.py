@@ -50,6 +50,8 @@ INSTALL_HINT = (
     "or onnxruntime"
 )
 DLA_PRECISIONS = tb.DLA_PRECISIONS
+#: The optimization profile an execution context starts on, and the one every engine runs
+PROFILE = 0
 
 # kept importable under their old names
 _ProcessContext = ProcessContext
@@ -315,7 +317,10 @@ class TensorRTEngine(Engine):
                 dtype = numpy_dtype(engine.get_tensor_dtype(name), f"{self.name} ({name!r})")
                 out.append(Binding(name, i, is_input, dtype))
         else:
-            for i in range(engine.num_bindings):
+            # each optimization profile has its own bindings, profile k's offset by k * per profile
+            # (NvInferRuntime.h, getNbBindings); the context runs PROFILE, so those are the ones
+            per = engine.num_bindings // max(1, int(engine.num_optimization_profiles))
+            for i in range(PROFILE * per, (PROFILE + 1) * per):
                 name = engine.get_binding_name(i)
                 dtype = numpy_dtype(engine.get_binding_dtype(i), f"{self.name} ({name!r})")
                 out.append(Binding(name, i, bool(engine.binding_is_input(i)), dtype))
@@ -328,9 +333,9 @@ class TensorRTEngine(Engine):
 
     def _profile(self, b: Binding) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
         if self._v3:
-            lo, opt, hi = self._engine.get_tensor_profile_shape(b.name, 0)
+            lo, opt, hi = self._engine.get_tensor_profile_shape(b.name, PROFILE)
         else:
-            lo, opt, hi = self._engine.get_profile_shape(0, b.index)
+            lo, opt, hi = self._engine.get_profile_shape(PROFILE, b.index)
         return tuple(map(int, lo)), tuple(map(int, opt)), tuple(map(int, hi))
 
     def _profile_batches(self) -> Tuple[int, int]:

@@ -112,3 +112,32 @@ def test_the_workspace_is_left_alone_where_tensorrts_default_is_not_0(monkeypatc
     assert config._workspace == expected and config._pools.get("WORKSPACE") is None
     assert "workspace" not in engine.measurement_extra()
     engine.close()
+
+
+# -- item 13: 8.x plans with several optimization profiles: bindings per profile -----------------
+def _two_profile_plan(trt, onnx_path, plan_path):
+    """A plan built as a user's script or trtexec builds one with two profiles (batch 1-2, 3-4)."""
+    logger = trt.Logger()
+    builder = trt.Builder(logger)
+    network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH))
+    assert trt.OnnxParser(network, logger).parse_from_file(str(onnx_path))
+    config = builder.create_builder_config()
+    name = network.get_input(0).name
+    rest = tuple(network.get_input(0).shape)[1:]
+    for lo, hi in ((1, 2), (3, 4)):
+        profile = builder.create_optimization_profile()
+        profile.set_shape(name, (lo,) + rest, (hi,) + rest, (hi,) + rest)
+        config.add_optimization_profile(profile)
+    plan_path.write_bytes(bytes(builder.build_serialized_network(network, config)))
+    return plan_path
+
+
+@pytest.mark.parametrize("version", ["8.2.1", "8.5.2"])
+def test_a_plan_with_two_profiles_runs_on_profile_0(monkeypatch, tmp_path, version):
+    trt = fake_tensorrt.install(monkeypatch, version=version)
+    plan = _two_profile_plan(trt, conv_onnx(tmp_path / "net.onnx"), tmp_path / "net.engine")
+    engine = _open(plan, tmp_path, batch=2, precision="fp32")
+    assert [t.name for t in engine.inputs] == ["x"] and [t.name for t in engine.outputs] == ["y"]
+    assert engine.max_batch == 2  # profile 0's, not profile 1's
+    assert engine.infer()["y"].shape == (2, 4)
+    engine.close()
