@@ -39,6 +39,7 @@ from .base import (
     resolve_onnx,
 )
 from .qdq import has_qdq, qdq_copy
+from .tensorrt_dtypes import numpy_dtype
 from .tensorrt_run import IO_MODES, Binding, ProcessContext, Runner
 
 INSTALL_HINT = (
@@ -49,6 +50,8 @@ INSTALL_HINT = (
     "or onnxruntime"
 )
 DLA_PRECISIONS = tb.DLA_PRECISIONS
+#: The optimization profile an execution context starts on, and the one every engine runs
+PROFILE = 0
 
 # kept importable under their old names
 _ProcessContext = ProcessContext
@@ -104,6 +107,7 @@ class TensorRTEngine(Engine):
         self.build_time: Optional[float] = None
         self.build_time_source: Optional[str] = None
         self.latency_first: Optional[float] = None
+        self.default_workspace: Optional[int] = None  # what the build set where TensorRT's was 0
         self._check_options(io, dla_core, device)
         workspace_bytes = None if workspace is None else parse_size(workspace, f"{self.name}: workspace")
         self.plan_file = ref.kind == PLAN
@@ -254,8 +258,10 @@ class TensorRTEngine(Engine):
                     done.placement = tb.placement_from_inspector(trt, engine, done.layer_names, int(self.dla_core))
                 self.placement = done.placement
                 self.build_time, self.build_time_source = done.seconds, "built in this session"
+                self.default_workspace = request.default_workspace
                 built = {"seconds": done.seconds, "power_mode": self._power_mode(),
-                         "placement": None if done.placement is None else done.placement.to_dict()}
+                         "placement": None if done.placement is None else done.placement.to_dict(),
+                         "default_workspace": self.default_workspace}
                 plan_cache.store(self.plan_path, key, plan, built)
                 self.built = True
         assert plan is not None
@@ -268,6 +274,8 @@ class TensorRTEngine(Engine):
     def _from_header(self, built: Dict[str, Any]) -> None:
         if built.get("seconds") is not None:
             self.build_time, self.build_time_source = float(built["seconds"]), "plan cache"
+        if built.get("default_workspace"):
+            self.default_workspace = int(built["default_workspace"])
         if built.get("placement"):
             self.placement = tb.Placement.from_dict(built["placement"])
         then, now = built.get("power_mode"), self._power_mode()
@@ -306,11 +314,16 @@ class TensorRTEngine(Engine):
             for i in range(engine.num_io_tensors):
                 name = engine.get_tensor_name(i)
                 is_input = engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT
-                out.append(Binding(name, i, is_input, trt.nptype(engine.get_tensor_dtype(name))))
+                dtype = numpy_dtype(engine.get_tensor_dtype(name), f"{self.name} ({name!r})")
+                out.append(Binding(name, i, is_input, dtype))
         else:
-            for i in range(engine.num_bindings):
-                out.append(Binding(engine.get_binding_name(i), i, bool(engine.binding_is_input(i)),
-                                   trt.nptype(engine.get_binding_dtype(i))))
+            # each optimization profile has its own bindings, profile k's offset by k * per profile
+            # (NvInferRuntime.h, getNbBindings); the context runs PROFILE, so those are the ones
+            per = engine.num_bindings // max(1, int(engine.num_optimization_profiles))
+            for i in range(PROFILE * per, (PROFILE + 1) * per):
+                name = engine.get_binding_name(i)
+                dtype = numpy_dtype(engine.get_binding_dtype(i), f"{self.name} ({name!r})")
+                out.append(Binding(name, i, bool(engine.binding_is_input(i)), dtype))
         return out
 
     def _engine_shape(self, b: Binding) -> Tuple[int, ...]:
@@ -320,9 +333,9 @@ class TensorRTEngine(Engine):
 
     def _profile(self, b: Binding) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
         if self._v3:
-            lo, opt, hi = self._engine.get_tensor_profile_shape(b.name, 0)
+            lo, opt, hi = self._engine.get_tensor_profile_shape(b.name, PROFILE)
         else:
-            lo, opt, hi = self._engine.get_profile_shape(0, b.index)
+            lo, opt, hi = self._engine.get_profile_shape(PROFILE, b.index)
         return tuple(map(int, lo)), tuple(map(int, opt)), tuple(map(int, hi))
 
     def _profile_batches(self) -> Tuple[int, int]:
@@ -467,6 +480,9 @@ class TensorRTEngine(Engine):
         if self.placement is not None:
             extra["placement"] = self.placement.describe()
             extra["gpu_layers"] = list(self.placement.gpu_layers)
+        if self.default_workspace is not None:
+            extra["workspace"] = (f"{self.default_workspace >> 20} MiB, trtexec's default: this TensorRT's "
+                                  "builder defaults to 0 bytes")
         if self.requested_precision != self.precision:
             extra["requested_precision"] = self.requested_precision
         if self.notes:

@@ -30,6 +30,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import EngineError, ModelError
 from ..fileio import write_atomic
 
+#: trtexec's --workspace default before TensorRT 8.3 (samples/common/sampleOptions.h at 8.2.1:
+#: ``defaultWorkspace{16}``, in MiB)
+TRTEXEC_WORKSPACE = 16 << 20
 #: Placeholder int8 dynamic range of uncalibrated tensors, before TensorRT 10.1 (trtexec:
 #: layer inputs +-2, outputs +-4, pooling outputs as their input).
 RANGE_IN, RANGE_OUT = 2.0, 4.0
@@ -133,6 +136,7 @@ class Request:
     workspace: Optional[int]
     shapes: Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]] = field(default_factory=dict)
     int8_mode: Optional[str] = None  # "qdq-in-model", "placeholder-ranges", "placeholder-qdq"
+    default_workspace: Optional[int] = None  # set by the build where TensorRT's default was 0 bytes
 
 
 @dataclass
@@ -262,12 +266,13 @@ def effective_precision(name: str, precision: str, board: Board, dla: bool,
 
 def set_precision(trt: Any, config: Any, precision: str) -> None:
     flag = trt.BuilderFlag
-    if not hasattr(flag, "FP16"):
+    # TensorRT 11 keeps TF32 and drops FP16/INT8 (BuilderFlag in its bindings): fp32 and tf32 build
+    if precision in ("fp16", "int8") and not hasattr(flag, "FP16"):
         raise EngineError(
             f"TensorRT {trt.__version__} has no weakly-typed precision flags (BuilderFlag.FP16/INT8 "
             "were removed in TensorRT 11): it builds strongly typed networks from an ONNX already "
             "converted to fp16 (ModelOpt AutoCast) or carrying Q/DQ, which pytest-jetson does not "
-            "do yet. Use TensorRT 10 (JetPack 6 or 7)"
+            "do yet. Use precision='fp32' or 'tf32', or TensorRT 10 (JetPack 6 or 7)"
         )
     if precision == "fp32":
         if hasattr(flag, "TF32"):
@@ -425,6 +430,10 @@ def _configure(trt: Any, builder: Any, req: Request, dla: bool) -> Any:
             config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(req.workspace))
         else:  # TensorRT < 8.4
             config.max_workspace_size = int(req.workspace)
+    elif not hasattr(config, "set_memory_pool_limit") and config.max_workspace_size == 0:
+        # before the memory pools of 8.3 the workspace defaults to 0 bytes (NvInfer.h at 8.2.1), so
+        # tactics needing scratch memory were skipped; trtexec 8.2 builds with 16 MiB
+        config.max_workspace_size = req.default_workspace = TRTEXEC_WORKSPACE
     set_precision(trt, config, req.precision)
     if dla:
         config.default_device_type = trt.DeviceType.DLA

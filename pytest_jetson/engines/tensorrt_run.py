@@ -155,7 +155,10 @@ class Runner:
         self.name = name
         self.stream = cuda.Stream()
         self.slots = [Slot(cuda) for _ in range(IN_FLIGHT)]
-        self.ptrs = [b.address for b in sorted(bindings, key=lambda b: b.index)]
+        # enqueueV2's array is indexed by binding index; other profiles' slots stay null
+        self.ptrs = [0] * (max((b.index for b in bindings), default=-1) + 1)
+        for b in bindings:
+            self.ptrs[b.index] = b.address
         self.bound: Optional[int] = None
         self.graph: Optional[Graph] = None
         self.graph_note = "off" if not graphs else ""

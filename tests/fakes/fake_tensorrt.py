@@ -43,6 +43,8 @@ DLA_UNSUPPORTED = {"Softmax", "Gather", "TopK"}
 COMPUTE_MS_PER_ITEM = 2.0
 #: Set by tests: the builder fails (returns None) after logging an error.
 FAIL_BUILD = False
+#: Total global memory of the fake GPU (bytes): TensorRT 8.3+'s default workspace limit.
+DEVICE_MEMORY = 8 << 30
 #: DLA cores the fake Builder/Runtime report.
 DLA_CORES = 0
 #: When True the real pycuda is in use (a GPU machine): the "kernel" is a device-to-device copy.
@@ -381,7 +383,10 @@ class IBuilderConfig(_Gated):
         object.__setattr__(self, "_loaded_timing", None)
         object.__setattr__(self, "_device", m.DeviceType.GPU)
         object.__setattr__(self, "_dla", -1)
-        object.__setattr__(self, "_workspace", None)
+        # NvInfer.h, getMaxWorkspaceSize: at 8.2.1 "By default the workspace size is 0, which means
+        # there is no temporary memory"; at 8.5.2 (8.3 added memory pools) "the size of total
+        # global memory in the device"; 10.0 removed the property
+        object.__setattr__(self, "_workspace", 0 if _major_minor(VERSION) < (8, 3) else DEVICE_MEMORY)
 
     # properties in the binding
     default_device_type = property(lambda self: self._device,
@@ -455,12 +460,13 @@ class Builder(_Gated):
         tensors = []
         static = True
         for t in network._inputs:
-            prof = None
+            prof, profs = None, None
             if any(d < 0 for d in t.shape):
-                prof = config._profiles[0]._shapes[t.name]
+                profs = [p._shapes[t.name] for p in config._profiles]
+                prof = profs[0]
                 static = static and prof[0] == prof[2]
             tensors.append({"name": t.name, "mode": "INPUT", "dtype": "FLOAT", "shape": list(t.shape),
-                            "profile": prof})
+                            "profile": prof, "profiles": profs})
         for t in network._outputs:
             tensors.append({"name": t.name, "mode": "OUTPUT", "dtype": "FLOAT", "shape": list(t.shape)})
         on_dla = config._device == m.DeviceType.DLA
@@ -480,6 +486,7 @@ class Builder(_Gated):
                 _emit(self._logger, _Severity.INFO, f"[GpuLayer] {_LAYER_TYPES.get(lay._op, 'IDENTITY')}: {lay.name},")
         qdq = any(lay._op in ("QuantizeLinear", "DequantizeLinear") for lay in network._layers)
         plan = {"fake_plan": True, "version": VERSION, "cc": _device_cc(), "tensors": tensors,
+                "profiles": max(1, len(config._profiles)),
                 "flags": sorted(f.name for f in config._flags), "dla_core": config._dla if on_dla else -1,
                 "layers": [lay.name for lay in network._layers], "qdq": qdq,
                 "gpu_layers": [lay.name for lay in gpu_layers]}
@@ -540,6 +547,17 @@ class EngineInspector(_Gated):
         return json.dumps({"Layers": names, "Bindings": [t["name"] for t in plan["tensors"]]})
 
 
+class _InvalidDims:
+    """A ``Dims`` with ``nbDims == -1``: its ``__getitem__`` has no valid index, so iterating it
+    yields nothing, and ``len()`` of it fails as CPython fails a negative ``__len__``."""
+
+    def __len__(self) -> int:
+        return -1
+
+    def __getitem__(self, i: int) -> int:
+        raise IndexError(i)
+
+
 class ICudaEngine(_Gated):
     _binding = "ICudaEngine"
 
@@ -550,7 +568,11 @@ class ICudaEngine(_Gated):
     device_memory_size = property(lambda self: 1 << 20)
     device_memory_size_v2 = property(lambda self: 1 << 20)
     num_io_tensors = property(lambda self: len(self._tensors))
-    num_bindings = property(lambda self: len(self._tensors))
+    # NvInferRuntime.h at 8.2.1, getNbBindings: "There are separate binding indices for each
+    # optimization profile [...] the first getNbBindings() / K bindings are used by profile number
+    # 0, the following getNbBindings() / K bindings are used by profile number 1 etc."
+    num_bindings = property(lambda self: len(self._tensors) * self._plan.get("profiles", 1))
+    num_optimization_profiles = property(lambda self: self._plan.get("profiles", 1))
     num_layers = property(lambda self: len(self._plan["layers"]))
 
     def _t(self, name: str) -> dict:
@@ -576,23 +598,37 @@ class ICudaEngine(_Gated):
         return tuple(self._t(name)["shape"])
 
     def get_tensor_profile_shape(self, name: str, profile_index: int):
-        return [tuple(s) for s in self._t(name)["profile"]]
+        return [tuple(s) for s in self._profile_of(self._t(name), profile_index)]
 
-    # binding-index API (8.2; deprecated in 8.5, removed in 10)
+    def _profile_of(self, t: dict, k: int) -> list:
+        return (t.get("profiles") or [t["profile"]])[k]
+
+    # binding-index API (8.2; deprecated in 8.5, removed in 10): one set of bindings per profile
+    def _nth(self, index: int) -> dict:
+        return self._tensors[index % len(self._tensors)]
+
     def get_binding_name(self, index: int) -> str:
-        return self._tensors[index]["name"]
+        # getBindingName (8.2.1): "For optimization profiles with an index k > 0, the name is
+        # mangled by appending " [profile k]""
+        k = index // len(self._tensors)
+        return self._nth(index)["name"] + (f" [profile {k}]" if k else "")
 
     def binding_is_input(self, index: int) -> bool:
-        return self._tensors[index]["mode"] == "INPUT"
+        return self._nth(index)["mode"] == "INPUT"
 
     def get_binding_dtype(self, index: int):
-        return getattr(_MODULE.DataType, self._tensors[index]["dtype"])
+        return getattr(_MODULE.DataType, self._nth(index)["dtype"])
 
     def get_binding_shape(self, index: int) -> tuple:
-        return tuple(self._tensors[index]["shape"])
+        return tuple(self._nth(index)["shape"])
 
     def get_profile_shape(self, profile_index: int, binding: int):
-        return [tuple(s) for s in self._tensors[binding]["profile"]]
+        # getProfileDimensions (NvInferRuntime.h at 8.2.1): the binding "must belong to the given
+        # profile, or be between 0 and bindingsPerProfile-1"; else "Dims with nbDims=-1"
+        per = len(self._tensors)
+        if not (binding // per == profile_index or binding < per) or profile_index >= self.num_optimization_profiles:
+            return [_InvalidDims()] * 3
+        return [tuple(s) for s in self._profile_of(self._nth(binding), profile_index)]
 
     def create_execution_context(self):
         return IExecutionContext(self)
@@ -648,10 +684,16 @@ class IExecutionContext(_Gated):
         return self._compute(self._addresses, stream_handle)
 
     # binding-index API
+    # a context starts on profile 0; a binding of another profile is "out of range for the
+    # currently selected optimization profile" (setBindingDimensions, NvInferRuntime.h at 8.2.1)
     def set_binding_shape(self, binding: int, shape) -> bool:
+        if binding >= len(self._engine._tensors):
+            return False  # "false if an error occurs"; the message it logs is not recorded
         return self._set(self._engine._tensors[binding], shape)
 
-    def get_binding_shape(self, binding: int) -> tuple:
+    def get_binding_shape(self, binding: int):
+        if binding >= len(self._engine._tensors):
+            return _InvalidDims()
         t = self._engine._tensors[binding]
         return self._shapes[t["name"]] if t["mode"] == "INPUT" else self._out_shape(t)
 
@@ -706,6 +748,28 @@ def nptype(trt_type):
     raise TypeError("Could not resolve TensorRT datatype to an equivalent numpy datatype.")
 
 
+def nptype_8(trt_type):
+    """``nptype`` as TensorRT 8.2.1 and 8.5.2 ship it (python/packaging/tensorrt/__init__.py at the
+    8.2.1 and 8.5.2 tags of NVIDIA/TensorRT): the table is built on every call with ``np.bool``,
+    which numpy 1.24 removed (numpy 2.0 brought it back), so there it raises AttributeError for
+    every type. 8.5.2 added ``uint8``; 8.5.3 changed ``np.bool`` to ``np.bool_``."""
+    import numpy as np
+
+    data_type = _MODULE.DataType
+    mapping = {
+        data_type.FLOAT: np.float32,
+        data_type.HALF: np.float16,
+        data_type.INT8: np.int8,
+        data_type.INT32: np.int32,
+        data_type.BOOL: np.bool,  # as at the tags; the fault modelled here
+    }
+    if VERSION == "8.5.2":
+        mapping[data_type.UINT8] = np.uint8
+    if trt_type in mapping:
+        return mapping[trt_type]
+    raise TypeError("Could not resolve TensorRT datatype to an equivalent numpy datatype.")
+
+
 _CLASSES = (ITensor, ILayer, INetworkDefinition, ParserError, OnnxParser, IOptimizationProfile, ITimingCache,
             IHostMemory, IBuilderConfig, Builder, Runtime, EngineInspector, ICudaEngine, IExecutionContext)
 _ENUMS = ("BuilderFlag", "NetworkDefinitionCreationFlag", "LayerType", "LayerInformationFormat", "MemoryPoolType",
@@ -730,7 +794,8 @@ def reset(version: str = "10.3.0") -> Any:
         enum = _enum(name)
         if enum is not None:
             setattr(module, name, enum)
-    module.ILogger, module.Logger, module.nptype = ILogger, Logger, nptype
+    module.ILogger, module.Logger = ILogger, Logger
+    module.nptype = nptype_8 if version in ("8.2.1", "8.5.2") else nptype
 
     def __getattr__(name: str) -> Any:
         if name in documented:
