@@ -40,6 +40,18 @@ def _untagged_entries(line: str, section: str) -> List[str]:
     return [p.strip() for p in line.split(",") if p.strip()]
 
 
+def _read(line: str, section: str, first: bool, found: Sections) -> bool:
+    """Adds the line's entries to its section; False when the line ends the section."""
+    target = found.dla if section == "DLA" else found.gpu
+    tagged = _TAGGED.match(line)
+    if tagged and (tagged.group(1) == "DlaLayer") == (section == "DLA"):
+        target.append(tagged.group(2))
+        return True
+    if first and line.strip() and not line.lstrip().startswith("["):
+        target.extend(_untagged_entries(line, section))  # 7.x: the whole section in one message
+    return False
+
+
 def read_sections(messages: List[str]) -> Optional[Sections]:
     """The DLA and GPU sections' entries; None when no heading is in the log."""
     found = Sections([], [])
@@ -50,19 +62,10 @@ def read_sections(messages: List[str]) -> Optional[Sections]:
         head = _HEAD.match(line)
         if head:
             section, first, seen = head.group(1).upper(), True, True
-            continue
-        if section is None:
-            continue
-        target = found.dla if section == "DLA" else found.gpu
-        tagged = _TAGGED.match(line)
-        if tagged and (tagged.group(1) == "DlaLayer") == (section == "DLA"):
-            target.append(tagged.group(2))
-        elif first and line.strip() and not line.lstrip().startswith("["):
-            target.extend(_untagged_entries(line, section))  # 7.x: the whole section in one message
-            section = None
-        else:
-            section = None
-        first = False
+        elif section is not None:
+            if not _read(line, section, first, found):
+                section = None
+            first = False
     return found if seen else None
 
 
