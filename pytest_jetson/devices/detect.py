@@ -344,24 +344,63 @@ def read_jetson_clocks(root: Optional[Path] = None, notes: Optional[Notes] = Non
     return None
 
 
-def read_tensorrt_version(root: Optional[Path] = None) -> Optional[str]:
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\w+)", re.MULTILINE)
+
+
+def header_version(text: str) -> Tuple[Optional[str], Optional[str]]:
+    """(major.minor.patch, None) from NvInferVersion.h, or (None, why not). From 10.13 the header
+    defines ``NV_TENSORRT_MAJOR TRT_MAJOR_ENTERPRISE`` and the number on ``TRT_MAJOR_ENTERPRISE``,
+    so a name is followed to its number (a few hops, no cycles)."""
+    defines = dict(_DEFINE.findall(text))
+    parts = []
+    for key in ("MAJOR", "MINOR", "PATCH"):
+        value = defines.get(f"NV_TENSORRT_{key}")
+        for _ in range(4):
+            if value is None or value.isdigit():
+                break
+            value = defines.get(value)
+        if value is None or not value.isdigit():
+            shown = defines.get(f"NV_TENSORRT_{key}")
+            return None, (f"NV_TENSORRT_{key} is not defined" if shown is None
+                          else f"NV_TENSORRT_{key} is {shown!r}, which the header does not define as a number")
+        parts.append(str(int(value)))
+    return ".".join(parts), None
+
+
+def _installed_tensorrt() -> Optional[str]:
+    # late: importlib.metadata costs about 20 ms, which `pytest-jetson devices` need not pay
+    from importlib import metadata
+
+    for dist in ("tensorrt", "tensorrt-cu12", "tensorrt_libs"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def read_tensorrt_version(root: Optional[Path] = None, notes: Optional[Notes] = None) -> Optional[str]:
     """TensorRT's version without importing it: package metadata, else NvInferVersion.h, else dpkg."""
     r = _root(root)
-    if str(r) == "/":
-        # late: importlib.metadata costs about 20 ms, which `pytest-jetson devices` need not pay
-        from importlib import metadata
-
-        for dist in ("tensorrt", "tensorrt-cu12", "tensorrt_libs"):
-            try:
-                return metadata.version(dist)
-            except metadata.PackageNotFoundError:
-                continue
+    installed = _installed_tensorrt() if str(r) == "/" else None
+    if installed:
+        return installed
+    unread = None
     for header in ("/usr/include/aarch64-linux-gnu/NvInferVersion.h", "/usr/include/NvInferVersion.h"):
         text = read_text(r, header)
         if text:
-            parts = [re.search(rf"#define\s+NV_TENSORRT_{k}\s+(\d{{1,4}})\b", text) for k in ("MAJOR", "MINOR", "PATCH")]
-            if all(parts):
-                return ".".join(p.group(1) for p in parts)  # type: ignore[union-attr]
+            version, why = header_version(text)
+            if version:
+                return version
+            unread = unread or f"{header}: {why}"
+    packaged = _dpkg_tensorrt(r)
+    if unread:
+        _note(notes, f"{unread}; TensorRT's version "
+              + (f"taken from dpkg ({packaged})" if packaged else "unknown (dpkg lists no TensorRT package)"))
+    return packaged
+
+
+def _dpkg_tensorrt(r: Path) -> Optional[str]:
     status = read_text(r, "/var/lib/dpkg/status", limit=64 * 1024 * 1024) or ""
     m = re.search(r"^Package: (?:tensorrt|libnvinfer\d*)\n(?:.+\n)*?Version: ([0-9.]+)", status, re.MULTILINE)
     return m.group(1) if m else None
@@ -567,7 +606,7 @@ def _detect(root: Path, notes: Notes) -> Detection:
         power_mode=power_mode,
         mode_table=table,
         jetson_clocks=read_jetson_clocks(root, notes),
-        tensorrt=read_tensorrt_version(root),
+        tensorrt=read_tensorrt_version(root, notes),
         memory_bytes=memory,
         profile=profile,
         compatible=compatible,

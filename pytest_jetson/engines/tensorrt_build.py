@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EngineError, ModelError
 from ..fileio import write_atomic
+from .dla_log import names_in, placement_counts
 
 #: trtexec's --workspace default before TensorRT 8.3 (samples/common/sampleOptions.h at 8.2.1:
 #: ``defaultWorkspace{16}``, in MiB)
@@ -319,47 +320,14 @@ def placeholder_ranges(trt: Any, network: Any) -> int:
 
 
 # -- DLA placement --------------------------------------------------------------------------------
-_DLA_HEAD = re.compile(r"-+\s*Layers running on DLA", re.IGNORECASE)
-_GPU_HEAD = re.compile(r"-+\s*Layers running on GPU", re.IGNORECASE)
-_TAG = re.compile(r"^\s*\[(?:DlaLayer|GpuLayer)\]\s*")
-
-
-def _entries(lines: List[str]) -> List[str]:
-    out: List[str] = []
-    for line in lines:
-        for part in re.split(r",\s*(?=\[|\{)|,\s*$", line):
-            part = _TAG.sub("", part).strip().rstrip(",").strip()
-            if part:
-                out.append(part)
-    return out
-
-
 def placement_from_log(messages: List[str], layer_names: List[str], dla_core: int) -> Optional[Placement]:
     """Where layers ran, from the build log's "Layers running on DLA/GPU" sections (TensorRT
     prints them at INFO for every DLA build); None when the log has no such section."""
-    dla: List[str] = []
-    gpu: List[str] = []
-    section = None
-    seen = False
-    for msg in messages:
-        for line in str(msg).splitlines():
-            if _DLA_HEAD.search(line):
-                section, seen = dla, True
-                line = _DLA_HEAD.sub("", line).lstrip(":")
-            elif _GPU_HEAD.search(line):
-                section, seen = gpu, True
-                line = _GPU_HEAD.sub("", line).lstrip(":")
-            elif section is not None and (line.startswith("[") or line.startswith("{") or not line.strip()):
-                pass
-            elif section is not None:
-                section = None
-                continue
-            if section is not None and line.strip():
-                section.extend(_entries([line]))
-    if not seen:
+    counts = placement_counts(messages, layer_names)
+    if counts is None:
         return None
-    on_gpu = [n for n in layer_names if n and any(n in entry for entry in gpu)]
-    return Placement(dla_core, len(layer_names), on_gpu, len(dla), "build log")
+    on_gpu, dla_subgraphs = counts
+    return Placement(dla_core, len(layer_names), on_gpu, dla_subgraphs, "build log")
 
 
 def placement_from_inspector(trt: Any, engine: Any, layer_names: List[str], dla_core: int) -> Optional[Placement]:
@@ -373,7 +341,7 @@ def placement_from_inspector(trt: Any, engine: Any, layer_names: List[str], dla_
     names = [str(x.get("Name", x)) if isinstance(x, dict) else str(x) for x in layers]
     dla = [n for n in names if "ForeignNode" in n]
     gpu = [n for n in names if "ForeignNode" not in n and " nvm" not in n and "copy finish" not in n]
-    on_gpu = [n for n in layer_names if n and any(n in entry for entry in gpu)]
+    on_gpu = [n for n in layer_names if n and any(names_in(entry, n) for entry in gpu)]
     return Placement(dla_core, len(layer_names), on_gpu, len(dla), "engine inspector")
 
 

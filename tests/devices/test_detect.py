@@ -4,6 +4,7 @@ ways a Super firmware shows, and the odd files a board (or a broken image) can h
 import os
 import re
 import threading
+from pathlib import Path
 
 import pytest
 from board_trees import ALL, PAIRS, copy, tree, write
@@ -293,3 +294,35 @@ def test_pytest_starts_on_a_board_with_odd_files(pytester, monkeypatch, tmp_path
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["jetson: Jetson Orin Nano 8GB (real) · power mode 15W · JetPack - · TensorRT -",
                                  "*DEVICE orin-nano-8gb 15W False"])
+
+
+# -- TensorRT's version from NvInferVersion.h (headers recorded in tests/data/tensorrt_headers) ----
+HEADERS = Path(__file__).resolve().parents[1] / "data" / "tensorrt_headers"
+_DPKG = "Package: tensorrt\nStatus: install ok installed\nVersion: 10.3.0.30-1+cuda12.5\n\n"
+
+
+def _with_header(tmp_path, header_text):
+    root = copy("agx-thor-jp70", tmp_path / "board")
+    write(root, "usr/include/aarch64-linux-gnu/NvInferVersion.h", header_text)
+    write(root, "var/lib/dpkg/status", _DPKG)  # what detection fell back to: a stale package
+    return root
+
+
+@pytest.mark.parametrize("header,version", [("NvInferVersion-10.13.0.h", "10.13.0"),
+                                            ("NvInferVersion-8.5.2.h", "8.5.2")])
+def test_tensorrt_version_is_read_from_the_real_header_old_and_new(tmp_path, header, version):
+    root = _with_header(tmp_path, (HEADERS / header).read_text(encoding="utf-8"))
+    found = d.detect(root)
+    assert found.tensorrt == version
+    assert not [n for n in found.notes if "TensorRT" in n or "NV_TENSORRT" in n]
+
+
+def test_a_header_whose_version_names_no_number_says_so_once_and_uses_dpkg(tmp_path):
+    text = (HEADERS / "NvInferVersion-10.13.0.h").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^#define TRT_\w+_ENTERPRISE \d+\n", "", text)  # a layout this code does not know
+    found = d.detect(_with_header(tmp_path, text))
+    assert found.tensorrt == "10.3.0.30"
+    said = [n for n in found.notes if "NV_TENSORRT" in n]
+    assert said == ["/usr/include/aarch64-linux-gnu/NvInferVersion.h: NV_TENSORRT_MAJOR is "
+                    "'TRT_MAJOR_ENTERPRISE', which the header does not define as a number; TensorRT's "
+                    "version taken from dpkg (10.3.0.30)"]
