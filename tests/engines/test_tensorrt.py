@@ -433,8 +433,11 @@ def test_tf32_before_ampere_is_an_error(monkeypatch, onnx_file, tmp_path):
 
 
 # -- DLA -----------------------------------------------------------------------------------------
-def test_dla_builds_a_static_profile_and_reports_where_layers_ran(monkeypatch, tmp_path):
-    fake_tensorrt.install(monkeypatch)
+# 8.x prints the placement in its own layout (dashed headings, no trailing commas), 10.x in
+# sampleCudla's: the guard reads both
+@pytest.mark.parametrize("version", ["8.2.1", "8.5.2", None])
+def test_dla_builds_a_static_profile_and_reports_where_layers_ran(monkeypatch, tmp_path, version):
+    fake_tensorrt.install(monkeypatch, **({"version": version} if version else {}))
     board = _board("agx-orin-64gb", monkeypatch, cc=(8, 7), sms=16, dla=2)
     path = conv_onnx(tmp_path / "net.onnx", softmax=True)
     engine = _open(path, tmp_path, batch=4, dla_core=1, device=board)
@@ -452,8 +455,9 @@ def test_dla_builds_a_static_profile_and_reports_where_layers_ran(monkeypatch, t
     assert not again.built and again.placement.describe() == "dla1, 1 of 7 layers on the GPU"
 
 
-def test_a_dla_request_that_lands_nowhere_on_the_dla_is_an_error(monkeypatch, tmp_path):
-    fake_tensorrt.install(monkeypatch)
+@pytest.mark.parametrize("version", ["8.2.1", "8.5.2", None])
+def test_a_dla_request_that_lands_nowhere_on_the_dla_is_an_error(monkeypatch, tmp_path, version):
+    fake_tensorrt.install(monkeypatch, **({"version": version} if version else {}))
     board = _board("agx-orin-64gb", monkeypatch, cc=(8, 7), sms=16, dla=2)
     path = conv_onnx(tmp_path / "soft.onnx", only_softmax=True)
     with pytest.raises(EngineError, match=r"(?s)no layer of .*soft\.onnx.* runs on the DLA.*dla_core=None"

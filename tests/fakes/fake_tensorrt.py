@@ -476,14 +476,7 @@ class Builder(_Gated):
             if not dla_layers:
                 _emit(self._logger, _Severity.WARNING,
                       "setDefaultDeviceType was called but no layer in the network can run on DLA.")
-            _emit(self._logger, _Severity.INFO, "")
-            _emit(self._logger, _Severity.INFO, "--------------- Layers running on DLA:")
-            if dla_layers:
-                _emit(self._logger, _Severity.INFO,
-                      f"[DlaLayer] {{ForeignNode[{dla_layers[0].name}...{dla_layers[-1].name}]}},")
-            _emit(self._logger, _Severity.INFO, "--------------- Layers running on GPU:")
-            for lay in gpu_layers:
-                _emit(self._logger, _Severity.INFO, f"[GpuLayer] {_LAYER_TYPES.get(lay._op, 'IDENTITY')}: {lay.name},")
+            _placement_log(self._logger, dla_layers, gpu_layers)
         qdq = any(lay._op in ("QuantizeLinear", "DequantizeLinear") for lay in network._layers)
         plan = {"fake_plan": True, "version": VERSION, "cc": _device_cc(), "tensors": tensors,
                 "profiles": max(1, len(config._profiles)),
@@ -491,6 +484,27 @@ class Builder(_Gated):
                 "layers": [lay.name for lay in network._layers], "qdq": qdq,
                 "gpu_layers": [lay.name for lay in gpu_layers]}
         return IHostMemory(b"FAKEPLAN" + json.dumps(plan).encode())
+
+
+def _placement_log(logger, dla_layers, gpu_layers) -> None:
+    """The DLA/GPU placement section of the build log in this release's layout: 8.x's (recorded
+    in tests/data/tensorrt_logs/trt8_*.log: dashed headings, one ``[DlaLayer]`` line per subgraph,
+    no trailing commas) or 10.x's (sampleCudla's README at v10.15)."""
+    if int(VERSION.split(".")[0]) < 10:
+        _emit(logger, _Severity.INFO, "---------- Layers Running on DLA ---------- ")
+        if dla_layers:
+            _emit(logger, _Severity.INFO, f"[DlaLayer] {{ForeignNode[{dla_layers[0].name}...{dla_layers[-1].name}]}}")
+        _emit(logger, _Severity.INFO, "---------- Layers Running on GPU ----------")
+        for lay in gpu_layers:
+            _emit(logger, _Severity.INFO, f"[GpuLayer] {_LAYER_TYPES.get(lay._op, 'IDENTITY')}: {lay.name}")
+        return
+    _emit(logger, _Severity.INFO, "")
+    _emit(logger, _Severity.INFO, "--------------- Layers running on DLA:")
+    if dla_layers:
+        _emit(logger, _Severity.INFO, f"[DlaLayer] {{ForeignNode[{dla_layers[0].name}...{dla_layers[-1].name}]}},")
+    _emit(logger, _Severity.INFO, "--------------- Layers running on GPU:")
+    for lay in gpu_layers:
+        _emit(logger, _Severity.INFO, f"[GpuLayer] {_LAYER_TYPES.get(lay._op, 'IDENTITY')}: {lay.name},")
 
 
 # -- runtime -------------------------------------------------------------------------------------
