@@ -20,8 +20,10 @@ sampleInference.cpp).
 
 import os
 import threading
+import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -35,7 +37,15 @@ IN_FLIGHT = 2
 
 # -- the CUDA context of this process -----------------------------------------------------------
 class ProcessContext:
-    """The primary context of device 0, retained once per process and shared by its engines."""
+    """The primary context of device 0, retained once per process and shared by its engines.
+
+    pycuda's context stack is per thread, and a stack still holding a context when it is destroyed
+    (at thread exit; the main thread's at module cleanup) aborts the process; ``Context.pop()``
+    pops the calling thread's stack only (pycuda src/cpp/cuda.hpp: ``context_stack_ptr``,
+    ``context::pop``, ``context_stack::~context_stack``). So nothing is left pushed between calls:
+    every use pushes the context on the calling thread and pops it there (``current``), whichever
+    thread opens, runs or closes an engine (a timeout thread, a collection in another thread).
+    """
 
     _lock = threading.Lock()
     _by_pid: Dict[int, "ProcessContext"] = {}
@@ -46,8 +56,6 @@ class ProcessContext:
         self.device = cuda.Device(index)
         # the primary context is the one the CUDA runtime inside TensorRT uses too
         self.context = self.device.retain_primary_context()
-        self.context.push()
-        self.thread = threading.get_ident()
         self.users = 0
 
     @classmethod
@@ -59,17 +67,25 @@ class ProcessContext:
             ctx.users += 1
             return ctx
 
+    @contextmanager
+    def current(self) -> Iterator[None]:
+        """The context current on the calling thread for the block, and off its stack after."""
+        self.context.push()
+        try:
+            yield
+        finally:
+            self.context.pop()
+
     def release(self) -> None:
         with self._lock:
             self.users -= 1
             if self.users > 0:
                 return
             self._by_pid.pop(os.getpid(), None)
-        if threading.get_ident() == self.thread:
-            try:
-                self.context.pop()
-            finally:
-                self.context.detach()
+        # pycuda releases a context from another thread than the one that retained it only while
+        # it is current there (context::detach); detach drops it from this thread's stack itself
+        self.context.push()
+        self.context.detach()
 
     def attribute(self, name: str) -> Optional[int]:
         attr = getattr(self.cuda.device_attribute, name, None)
@@ -160,6 +176,10 @@ class Runner:
         for b in bindings:
             self.ptrs[b.index] = b.address
         self.bound: Optional[int] = None
+        #: host seconds of the first enqueue through its completion: what a first inference costs
+        self.first_s: Optional[float] = None
+        #: host seconds of the last capture and instantiation of a graph (the warm-up excluded)
+        self.capture_s: Optional[float] = None
         self.graph: Optional[Graph] = None
         self.graph_note = "off" if not graphs else ""
         self.cudart: Any = None
@@ -190,10 +210,16 @@ class Runner:
             self.graph = None
         if self.cudart is None or self.graph_note:
             return
-        # trtexec enqueues once before capturing, so lazy initialisation stays out of the graph
+        # trtexec enqueues once before capturing, so lazy initialisation stays out of the graph;
+        # on the opened batch this is the engine's first enqueue, so latency_first is timed here
+        t0 = time.perf_counter()
         self._enqueue_direct()
         self.stream.synchronize()
+        t1 = time.perf_counter()
+        if self.first_s is None:
+            self.first_s = t1 - t0
         self.graph, self.graph_note = capture(self.cudart, int(self.stream.handle), self._enqueue_direct)
+        self.capture_s = time.perf_counter() - t1 if self.graph is not None else None
 
     @property
     def graph_state(self) -> str:
@@ -230,6 +256,7 @@ class Runner:
             self.bind(batch)
         if feeds is not None:
             self._load(feeds)
+        t0 = time.perf_counter()
         slot = self.slots[0]
         self._launch(slot)
         slot.end.synchronize()
@@ -238,6 +265,8 @@ class Runner:
                 if not b.is_input:
                     self.cuda.memcpy_dtoh_async(b.view, b.device, self.stream)
             self.stream.synchronize()
+        if self.first_s is None:
+            self.first_s = time.perf_counter() - t0
         self.last = slot.end.time_since(slot.start) * 1e-3
         return {b.name: np.array(b.view) for b in self.bindings if not b.is_input}
 

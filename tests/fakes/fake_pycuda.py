@@ -19,6 +19,17 @@ not current in it is skipped with a UserWarning; freeing twice raises LogicError
 counted in ``STATE.leaked``: the CUDA runtime inside TensorRT keeps the primary context alive, so
 on a board they are leaked for the life of the process.
 
+Contexts are per thread, as in pycuda (cuda.hpp at inducer/pycuda 19bed90): each thread has its own
+context stack (``boost::thread_specific_ptr<context_stack> context_stack_ptr``, cuda.hpp 544-587,
+cuda.cpp 6); ``push`` puts a context on the calling thread's stack (``context_push``, 887-895);
+the static ``Context.pop()`` pops the calling thread's, and raises on an empty one ("cannot pop
+non-current context", 722-745); ``detach`` releases the context when it is current in the calling
+thread or was made there, and from any other thread silently does nothing but mark it invalid
+("leaked out-of-thread context", 661-703). A stack still holding a context when it is destroyed
+(at thread exit, and at module cleanup for the main thread) makes pycuda print "The context stack
+was not empty upon module cleanup" and ``abort()`` (901-916), even after pycuda.autoinit's
+``context.pop()`` at exit (pycuda/autoinit.py): ``abort_at_exit()`` says whether that would happen.
+
 Device memory is numpy byte arrays addressed by fake pointers (a DEVICEMAP host allocation's
 device pointer addresses the host array itself: zero copy). A fake GPU clock in milliseconds
 advances with copies (``COPY_MS_PER_MB``) and kernels, per stream, so events give exact times.
@@ -49,7 +60,10 @@ class State:
         self.memory: Dict[int, np.ndarray] = {}
         self.next_ptr = itertools.count(0x10000, 0x10000)
         self.contexts: List[Context] = []
-        self.stack: List[Context] = []
+        #: each thread's context stack, by thread id (pycuda's is thread-local)
+        self.stacks: Dict[int, List[Context]] = {}
+        #: contexts really released by detach (cuDevicePrimaryCtxRelease / cuCtxDetach)
+        self.released = 0
         self.tails: Dict[int, float] = {}
         self.freed = 0
         self.leaked = 0
@@ -63,8 +77,19 @@ class State:
         #: allocations, streams and events not yet freed (weakly held: pycuda frees on collection)
         self.live: Any = weakref.WeakValueDictionary()
 
+    @property
+    def stack(self) -> List["Context"]:
+        """The calling thread's context stack."""
+        return self.stacks.setdefault(threading.get_ident(), [])
+
 
 STATE = State()
+
+
+def abort_at_exit() -> List[int]:
+    """The threads whose context stack is not empty: for any, pycuda aborts the process when the
+    stack is destroyed (``context_stack::~context_stack``, cuda.hpp 901-916)."""
+    return [thread for thread, stack in STATE.stacks.items() if stack]
 
 
 def reset() -> None:
@@ -109,9 +134,17 @@ class Context:
         STATE.stack.pop()
 
     def detach(self) -> None:
-        if self in STATE.stack:
-            STATE.stack.remove(self)
+        if not self.valid:
+            raise LogicError("context::detach failed: cannot detach from invalid context")
+        stack = STATE.stack
+        active = bool(stack) and stack[-1] is self
+        if active or self.thread == threading.get_ident():
+            STATE.released += 1
+        # else: the out-of-thread branch: nothing released, no word said
         self.valid = False
+        if active:  # current_context(this) drops it from the calling thread's stack only
+            while stack and (stack[-1] is self or not stack[-1].valid):
+                stack.pop()
 
     @staticmethod
     def synchronize() -> None:
