@@ -142,6 +142,8 @@ def run_checks(found: Detection, root: Path, device: Optional[str] = None, power
 
 #: The checks that time can fix: a board cools down and another job ends (``--wait``).
 WAITABLE = ("GPU idle", "CPU idle", "thermal headroom")
+#: The shortest pause between two re-checks (a 0 s poll would spin on the sysfs files).
+MIN_POLL_S = 0.1
 
 
 def recheck(root: Path, max_gpu_load: float = MAX_GPU_LOAD_PCT, max_cpu_load: float = MAX_CPU_LOAD_PER_CORE,
@@ -166,19 +168,24 @@ def wait_until_ready(checks: List[Check], again: Callable[[], List[Check]], boun
     if lasting:
         say(f"wait  not waiting: {', '.join(lasting)} failed too, and no wait fixes that")
         return checks, 0.0
-    start = now()
     say(f"wait  up to {bound:g} s for: {', '.join(c.name for c in pending)}")
-    while pending and now() - start < bound:
-        sleep(max(0.0, min(poll, bound - (now() - start))))
+    checks, waited = _poll(checks, again, bound, max(poll, MIN_POLL_S), now, sleep)
+    pending = _waiting(checks)
+    if pending:
+        say(f"wait  gave up after {waited:.3g} s: {', '.join(c.name for c in pending)} still failing")
+    else:
+        say(f"wait  ready after {waited:.3g} s")
+    return checks, waited
+
+
+def _poll(checks: List[Check], again: Callable[[], List[Check]], bound: float, poll: float,
+          now: Callable[[], float], sleep: Callable[[float], None]) -> Tuple[List[Check], float]:
+    start = now()
+    while _waiting(checks) and now() - start < bound:
+        sleep(min(poll, max(0.0, bound - (now() - start))))
         fresh = {c.name: c for c in again()}
         checks = [fresh.get(c.name, c) for c in checks]
-        pending = _waiting(checks)
-    waited = now() - start
-    if pending:
-        say(f"wait  gave up after {waited:.0f} s: {', '.join(c.name for c in pending)} still failing")
-    else:
-        say(f"wait  ready after {waited:.0f} s")
-    return checks, waited
+    return checks, now() - start
 
 
 def _waiting(checks: List[Check]) -> List[Check]:
