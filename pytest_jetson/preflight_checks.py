@@ -11,7 +11,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Set
+from typing import Callable, Iterable, List, Optional, Set, Tuple
 
 from .devices.catalog import get
 from .devices.detect import Detection, read_memory_available_bytes, read_text
@@ -138,6 +138,58 @@ def run_checks(found: Detection, root: Path, device: Optional[str] = None, power
     checks.append(_thermal(root, min_thermal_headroom))
     checks.append(_memory(root, found, min_free_memory))
     return checks
+
+
+#: The checks that time can fix: a board cools down and another job ends (``--wait``).
+WAITABLE = ("GPU idle", "CPU idle", "thermal headroom")
+#: The shortest pause between two re-checks (a 0 s poll would spin on the sysfs files).
+MIN_POLL_S = 0.1
+
+
+def recheck(root: Path, max_gpu_load: float = MAX_GPU_LOAD_PCT, max_cpu_load: float = MAX_CPU_LOAD_PER_CORE,
+            min_thermal_headroom: float = MIN_THERMAL_HEADROOM_C, samples: int = 3,
+            interval: float = 0.5) -> List[Check]:
+    """The checks in ``WAITABLE`` again, as ``run_checks`` makes them."""
+    return [_gpu_idle(Path(root), max_gpu_load, samples, interval), _cpu_idle(Path(root), max_cpu_load),
+            _thermal(Path(root), min_thermal_headroom)]
+
+
+def wait_until_ready(checks: List[Check], again: Callable[[], List[Check]], bound: float, poll: float = 5.0,
+                     now: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                     say: Callable[[str], None] = print) -> Tuple[List[Check], float]:
+    """Re-make the failing ``WAITABLE`` checks (with ``again``) every ``poll`` seconds until they
+    pass or ``bound`` seconds have passed, as NVIDIA's benchmarks wait for a board to settle.
+    Returns the checks with the last readings in place and the seconds waited. Only a board whose
+    other checks pass is waited for: no wait makes the wrong board or power mode right."""
+    pending = _waiting(checks)
+    if not pending or bound <= 0:
+        return checks, 0.0
+    lasting = [c.name for c in checks if not c.ok and c.name not in WAITABLE]
+    if lasting:
+        say(f"wait  not waiting: {', '.join(lasting)} failed too, and no wait fixes that")
+        return checks, 0.0
+    say(f"wait  up to {bound:g} s for: {', '.join(c.name for c in pending)}")
+    checks, waited = _poll(checks, again, bound, max(poll, MIN_POLL_S), now, sleep)
+    pending = _waiting(checks)
+    if pending:
+        say(f"wait  gave up after {waited:.3g} s: {', '.join(c.name for c in pending)} still failing")
+    else:
+        say(f"wait  ready after {waited:.3g} s")
+    return checks, waited
+
+
+def _poll(checks: List[Check], again: Callable[[], List[Check]], bound: float, poll: float,
+          now: Callable[[], float], sleep: Callable[[float], None]) -> Tuple[List[Check], float]:
+    start = now()
+    while _waiting(checks) and now() - start < bound:
+        sleep(min(poll, max(0.0, bound - (now() - start))))
+        fresh = {c.name: c for c in again()}
+        checks = [fresh.get(c.name, c) for c in checks]
+    return checks, now() - start
+
+
+def _waiting(checks: List[Check]) -> List[Check]:
+    return [c for c in checks if not c.ok and c.name in WAITABLE]
 
 
 def _power_mode(found: Detection, requested: Optional[str], baselines: Optional[Path]) -> Check:

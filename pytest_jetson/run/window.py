@@ -10,17 +10,26 @@ from the virtual clock, where engines and pools announce it (``SimClock.announce
         ... the timed span ...
     summary = window.finish(items)
     series = window.series()
+    measurement.extra.update(window.extra())
+
+On a real board the over-current throttle counters are read right before and right after the
+span (``telemetry.throttle_counters``): events in between go to ``extra()["throttle_events"]``,
+and the summary says the board throttled. Read outside the span, they cost it nothing.
 """
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from ..errors import ConfigError
+from ..telemetry.throttle_counters import ThrottleCounters, counters_for, describe
 
 
 class MeasuredWindow:
-    def __init__(self, sampler: Any = None) -> None:
+    def __init__(self, sampler: Any = None, counters: Optional[ThrottleCounters] = None) -> None:
         self.sampler = sampler
+        self.counters = counters
+        self.throttle_events: Dict[str, int] = {}
         self._open = False
+        self._before: Optional[Dict[str, int]] = None
 
     @classmethod
     def around(cls, telemetry: Any, interval: Optional[float] = None, what: str = "perf.measure") -> "MeasuredWindow":
@@ -32,20 +41,29 @@ class MeasuredWindow:
         if hasattr(telemetry, "__enter__"):
             return cls(telemetry)
         if hasattr(telemetry, "sample"):
-            return cls(telemetry.sample() if interval is None else telemetry.sample(interval=interval))
+            return cls(telemetry.sample() if interval is None else telemetry.sample(interval=interval),
+                       counters_for(telemetry))
         raise ConfigError(f"{what}: telemetry={telemetry!r} is neither 'none', a sampler nor a "
                           "telemetry factory (the telemetry fixture)")
 
     # -- the span ---------------------------------------------------------------------------
     def open(self) -> None:
-        if self.sampler is not None and not self._open:
+        if self._open:
+            return
+        if self.counters is not None:
+            self._before = self.counters.read()
+        if self.sampler is not None:
             self.sampler.__enter__()
-            self._open = True
+        self._open = True
 
     def close(self) -> None:
-        if self._open:
-            self._open = False
+        if not self._open:
+            return
+        self._open = False
+        if self.sampler is not None:
             self.sampler.__exit__(None, None, None)
+        if self.counters is not None:
+            self.throttle_events = self.counters.increments(self._before, self.counters.read())
 
     def __enter__(self) -> "MeasuredWindow":
         self.open()
@@ -66,7 +84,29 @@ class MeasuredWindow:
         except AttributeError:
             pass  # a sampler without items: the summary keeps what it computed
         summary = getattr(self.sampler, "summary", None)
-        return summary() if callable(summary) else summary
+        summary = summary() if callable(summary) else summary
+        self._annotate(summary)
+        return summary
+
+    def extra(self) -> Dict[str, Any]:
+        """What the measurement's ``extra`` records of the window: over-current events, if any."""
+        return {"throttle_events": dict(self.throttle_events)} if self.throttle_events else {}
+
+    def _annotate(self, summary: Any) -> None:
+        """The summary says the board throttled in the window, or (once per session) that its
+        counters cannot be read."""
+        warnings = getattr(summary, "warnings", None)
+        if self.counters is None or not isinstance(warnings, list):
+            return
+        if self.throttle_events:
+            warnings.append(describe(self.throttle_events))
+            reasons = getattr(summary, "throttle_reasons", None)
+            if isinstance(reasons, list):
+                reasons.append("over-current: " + ", ".join(f"{k} +{v}" for k, v in sorted(self.throttle_events.items())))
+                summary.throttled = True
+        note = self.counters.note()
+        if note:
+            warnings.append(note)
 
     def peek(self, items: int) -> Any:
         """The telemetry summary of the window so far, sampling going on (None without telemetry

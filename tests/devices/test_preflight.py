@@ -151,3 +151,76 @@ def test_preflight_and_the_plugin_agree_on_valid_modes():
             plugin_valid = "not, " not in str(exc) and "runs power mode" in str(exc)
         preflight_valid = check.status == pf.OK or "the board runs" in check.message
         assert plugin_valid == preflight_valid, (mode, check)
+
+
+# -- --wait: a board that cools down and falls idle while preflight waits ---------------------------
+GPU_LOAD = "sys/devices/platform/bus@0/17000000.gpu/load"  # per mille
+TJ_TEMP = "sys/devices/virtual/thermal/thermal_zone8/temp"  # tj-thermal, trip point 99 C
+
+
+class Settling:
+    """A clock and a sleep that write the board's next readings as time passes: the tree's files
+    change between two re-checks as they would on a board that cools and whose other job ends."""
+
+    def __init__(self, root, steps):
+        self.root, self.steps, self.t, self.slept = root, list(steps), 0.0, []
+
+    def now(self):
+        return self.t
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.t += seconds
+        if self.steps:
+            for rel, value in self.steps.pop(0).items():
+                write(self.root, rel, value)
+
+
+def test_wait_lets_a_hot_busy_board_settle(capsys, monkeypatch, tmp_path):
+    root = copy("orin-nano-8gb-jp60", tmp_path / "t")
+    write(root, TJ_TEMP, 91500)
+    board = Settling(root, [{GPU_LOAD: 500}, {GPU_LOAD: 0, TJ_TEMP: 88000}, {TJ_TEMP: 60000}])
+    monkeypatch.setenv(ROOT_ENV, str(root))
+    code = preflight_cli.main(["--samples", "1", "--min-free-memory", "512MiB", "--wait", "2min", "--wait-poll", "10s"],
+                              now=board.now, sleep=board.sleep)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "wait  up to 120 s for: GPU idle, thermal headroom" in out
+    assert "wait  ready after 30 s" in out and board.slept == [10.0, 10.0, 10.0]
+    assert "ok    GPU idle: load 0% (limit 10%)" in out
+    assert "ok    thermal headroom: 39.0 C (tj-thermal at 60.0 C" in out
+    assert "preflight passed: the board is ready" in out
+
+
+def test_wait_gives_up_at_its_bound_with_the_fix(capsys, monkeypatch, tmp_path):
+    root = copy("orin-nano-8gb-jp60", tmp_path / "t")
+    write(root, GPU_LOAD, 0)
+    write(root, TJ_TEMP, 91500)
+    board = Settling(root, [{TJ_TEMP: 90000}] * 10)  # the fan is off: it never cools enough
+    monkeypatch.setenv(ROOT_ENV, str(root))
+    code = preflight_cli.main(["--samples", "1", "--min-free-memory", "512MiB", "--wait", "25s", "--wait-poll", "10s"],
+                              now=board.now, sleep=board.sleep)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert board.slept == [10.0, 10.0, 5.0]  # the last sleep stops at the bound
+    assert "wait  gave up after 25 s: thermal headroom still failing" in out
+    assert ("FAIL  thermal headroom: 9.0 C (tj-thermal at 90.0 C, trip point 99 C) < 15 C: the clocks would "
+            "throttle during the run: let the board cool down") in out
+
+
+def test_without_wait_a_busy_board_fails_at_once(capsys, monkeypatch):
+    board = Settling(None, [])
+    monkeypatch.setenv(ROOT_ENV, str(tree("orin-nano-8gb-jp60")))
+    code = preflight_cli.main(["--samples", "1"], now=board.now, sleep=board.sleep)
+    out = capsys.readouterr().out
+    assert code == 1 and board.slept == [] and "wait  " not in out
+
+
+def test_no_wait_fixes_the_wrong_board(capsys, monkeypatch):
+    board = Settling(None, [])
+    monkeypatch.setenv(ROOT_ENV, str(tree("orin-nano-8gb-jp60")))
+    code = preflight_cli.main(["--samples", "1", "--device", "agx-orin", "--wait", "60s"],
+                              now=board.now, sleep=board.sleep)
+    out = capsys.readouterr().out
+    assert code == 1 and board.slept == []
+    assert "wait  not waiting: device, free memory failed too, and no wait fixes that" in out
