@@ -241,6 +241,7 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     summary = measured.finish(len(run.lat) * plan.batch)
     windows = run.windows if plan.mode == "adaptive" else _windows_by_count(run.ends, run.t0, plan.batch)
     extra = run.extra(len(warm_lat))
+    extra.update(measured.extra())
     m = _measurement(engine, plan.name, plan.batch, run.lat, run.dev, run.t_end - run.t0, summary,
                      windows, run.stable, environment, extra)
     m.telemetry_series = measured.series()

@@ -228,6 +228,7 @@ def run_processes(run: PoolRun) -> PoolMeasurement:
         span = {}
     tele = measured.finish(sum(w.items for w in workers))
     extra: Dict[str, Any] = {"warmup": warm}
+    extra.update(measured.extra())
     extra.update(span)
     for option in row.pool_options:
         extra[f"{option}_per_worker"] = [s.options.get(option) for s in specs]

@@ -84,7 +84,7 @@ def test_a_measurement_during_which_the_board_throttled_says_so(tmp_path):
     # events before the next window are not counted in it
     write(root, f"{OC_DEVICE}/oc1_event_cnt", 2)
     m = measure(Busy(), iterations=20, warmup=0, telemetry=factory)
-    assert not any("throttled" in w for w in m.telemetry.warnings)
+    assert not any("throttled" in w for w in m.telemetry.warnings) and "throttle_events" not in m.extra
     assert not any(r.startswith("over-current") for r in m.telemetry.throttle_reasons)
 
 
@@ -95,6 +95,8 @@ def test_through_the_harness_the_warning_reaches_the_measurement(tmp_path):
     assert m.telemetry.throttled
     assert any(w.startswith("the board throttled during the measurement: 1 over-current event(s) (oc1 +1)")
                for w in m.telemetry.warnings)
+    assert m.extra["throttle_events"] == {"oc1": 1}
+    assert "throttle_events" in m.to_dict()["extra"]  # kept in reports
 
 
 def test_a_board_without_counters_says_so_once_and_measures_on(tmp_path):
