@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
 from ..run.measurement import Measurement, PoolMeasurement
+from ..telemetry.throttle_counters import describe as describe_throttle
 from . import verdict as _verdict
 from .baseline import BaselineStore, fingerprint, make_entry, needs_write, outside_project, read_file
 from .bounds import Bound
@@ -31,6 +32,13 @@ def nothing_recorded_message(test: str) -> str:
     return (f"{test} has perf bounds but recorded no measurement: call perf.measure(...) or "
             f"perf.record(...) in the test (it needs the perf fixture)")
 
+
+
+def throttle_notes(keyed: Sequence[Tuple[str, Any]]) -> List[str]:
+    """A note for each measurement during which the board throttled (over-current events counted
+    around its window): its verdicts judge figures that are not the board's unthrottled speed."""
+    return [f"{key}: {describe_throttle(m.extra['throttle_events'])}" for key, m in keyed
+            if (getattr(m, "extra", None) or {}).get("throttle_events")]
 
 @dataclass
 class TestResult:
@@ -237,6 +245,7 @@ class GateSession:
             result.keys = entry_keys(nodeid, [getattr(m, "name", "") or "" for m in measurements])
             result.fingerprint = self.fingerprint(measurements[0])
         result.measurements = [relative_measurement(m, self.rootdir) for m in measurements]
+        result.notes += throttle_notes(result.keyed())
         return result
 
     def _stored(self, result: TestResult, bounds: Sequence[Bound]) -> Tuple[Dict[str, Any], Optional[str]]:

@@ -209,6 +209,7 @@ def failure_section(result: Any, inconclusive: str = "pass") -> str:
     if others:
         lines.append("other bounds: " + "; ".join(
             f"{_tag(v)}{v.metric} {v.bound!r} {label(v.outcome)}" for v in others))
+    lines += [f"note: {n}" for n in getattr(result, "notes", None) or []]
     return "\n".join(lines)
 
 

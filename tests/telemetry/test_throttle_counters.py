@@ -133,3 +133,21 @@ def test_a_simulated_device_reads_and_says_nothing(tmp_path, monkeypatch, teleme
     m = measure(Busy(), iterations=5, warmup=0, telemetry=given)
     assert reads == []
     assert m.telemetry is None or not [w for w in m.telemetry.warnings if "throttle" in w]
+
+
+def test_a_throttled_measurement_is_noted_beside_its_verdicts():
+    from pytest_jetson.gate.session import TestResult, throttle_notes
+    from pytest_jetson.gate.verdict import Verdict
+    from pytest_jetson.report import render
+    from pytest_jetson.run.measurement import Measurement
+
+    calm = Measurement(name="a", batch=1, latencies=[0.01] * 5, duration=0.05, items=5)
+    hot = Measurement(name="b", batch=1, latencies=[0.01] * 5, duration=0.05, items=5,
+                      extra={"throttle_events": {"oc2": 2}})
+    notes = throttle_notes([("t::x|a", calm), ("t::x|b", hot)])
+    assert notes == ["t::x|b: the board throttled during the measurement: 2 over-current event(s) (oc2 +2); "
+                     "its figures are not the board's unthrottled speed (check the power supply)"]
+    v = Verdict(metric="throughput", outcome="fail", reason="bound_violated", bound=">= 900/s", kind="absolute",
+                value=800.0)
+    result = TestResult(nodeid="t::x", verdicts=[v], notes=notes)
+    assert render.failure_section(result).splitlines()[-1] == "note: " + notes[0]
