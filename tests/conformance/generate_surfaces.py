@@ -86,10 +86,11 @@ _CPP = re.compile(r'py::def\("(\w+)"|DEF_SIMPLE_FUNCTION(?:_WITH_ARGS)?\((\w+)'
                   r'|DEF_SIMPLE_METHOD(?:_WITH_ARGS)?\((\w+)|DEF_SIMPLE_RO_MEMBER\((\w+)', re.S)
 
 
-def pycuda(version: str, checkout: Path) -> Dict[str, Any]:
+def _driver_module(source: str) -> Dict[str, Any]:
+    """What wrap_cudadrv.cpp registers: functions, classes and enums, and each one's members."""
     names: Dict[str, Any] = {}
     current = None
-    for m in _CPP.finditer((checkout / "src/wrapper/wrap_cudadrv.cpp").read_text()):
+    for m in _CPP.finditer(source):
         func, simple, what, cls, member, method, ro = m.groups()
         if func or simple:
             names[func or simple] = {"kind": "function"}
@@ -99,6 +100,11 @@ def pycuda(version: str, checkout: Path) -> Dict[str, Any]:
             names[cls] = {"kind": "enum" if what == "enum_" else "class"}
         elif current and (member or method or ro):
             names[f"{current}.{member or method or ro}"] = {"kind": "member"}
+    return names
+
+
+def pycuda(version: str, checkout: Path) -> Dict[str, Any]:
+    names = _driver_module((checkout / "src/wrapper/wrap_cudadrv.cpp").read_text())
     for name, entry in _top_level(ast.parse((checkout / "pycuda/driver.py").read_text())).items():
         if entry["kind"] != "imported":
             names.setdefault(name, entry)

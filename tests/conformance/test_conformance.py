@@ -83,16 +83,22 @@ USED = json.loads(used_api.LIST.read_text())
 CASES = [(lib, table["version"]) for lib in sorted(USED) for table in SURFACES[lib]]
 
 
+def _counts(entry: Dict[str, Any], name: str, use: Dict[str, Any], names: Dict[str, Any]) -> Tuple[List[Any], int]:
+    """The parameter counts a call of ``name`` meets, and how many of them are ``self``."""
+    constructor = entry.get("kind") == "class" and f"{name}.__init__" in names
+    if constructor:
+        entry = names[f"{name}.__init__"]
+    # pybind signatures count self; the counts read from Python sources do not
+    shift = 1 if "signatures" in entry and (use.get("instance") or constructor) else 0
+    return entry.get("signatures") or ([entry] if "min" in entry else []), shift
+
+
 def _fits(entry: Dict[str, Any], name: str, use: Dict[str, Any], names: Dict[str, Any]) -> Optional[str]:
     """Why a call with ``args`` positional arguments does not fit (None: it fits or cannot be told)."""
     args = use["args"]
     if args is None:
         return None
-    if entry.get("kind") == "class" and f"{name}.__init__" in names:
-        entry = names[f"{name}.__init__"]
-    # pybind signatures count self; the counts read from Python sources do not
-    shift = 1 if "signatures" in entry and (use.get("instance") or entry is names.get(f"{name}.__init__")) else 0
-    counts = entry.get("signatures") or ([entry] if "min" in entry else [])
+    counts, shift = _counts(entry, name, use, names)
     if not counts or any(c["min"] <= args + shift and (c["max"] is None or args + shift <= c["max"])
                          for c in counts):
         return None
@@ -112,17 +118,22 @@ def check(library: str, version: str) -> Tuple[int, List[str]]:
         if covers is not None and name.split(".")[0] not in covers:
             continue
         checked += 1
-        entry = names.get(name)
-        if entry is None:
-            lacking, why = EXPECTED_ABSENT.get((library, name), ((), ""))
-            if version not in lacking:
-                guard = "guarded in the code but not listed in EXPECTED_ABSENT" if use["guarded"] else "unguarded"
-                problems.append(f"{library} {version} has no {name} ({guard}; used in {', '.join(use['where'])})")
-            continue
-        misfit = _fits(entry, name, use, names)
-        if misfit:
-            problems.append(f"{library} {version}: {name} {misfit} ({', '.join(use['where'])})")
+        problem = _problem(library, version, name, use, names)
+        if problem:
+            problems.append(problem)
     return checked, problems
+
+
+def _problem(library: str, version: str, name: str, use: Dict[str, Any], names: Dict[str, Any]) -> Optional[str]:
+    where = ", ".join(use["where"])
+    entry = names.get(name)
+    if entry is None:
+        if version in EXPECTED_ABSENT.get((library, name), ((), ""))[0]:
+            return None
+        guard = "guarded in the code but not listed in EXPECTED_ABSENT" if use["guarded"] else "unguarded"
+        return f"{library} {version} has no {name} ({guard}; used in {where})"
+    misfit = _fits(entry, name, use, names)
+    return f"{library} {version}: {name} {misfit} ({where})" if misfit else None
 
 
 @pytest.mark.parametrize("library, version", CASES, ids=[f"{lib}-{v}" for lib, v in CASES])
@@ -155,7 +166,6 @@ def test_a_missing_attribute_or_a_call_that_does_not_fit_is_reported(monkeypatch
     used["cuda-python"]["cudaGraphInstantiate"] = {"guarded": False, "args": 2, "where": ["x.py"]}
     used["tensorrt"]["Builder"]["args"] = 2
     used["tensorrt"]["NoSuchThing"] = {"guarded": False, "args": None, "where": ["y.py"]}
-    monkeypatch.setattr(__import__(__name__), "USED", used, raising=False)
     monkeypatch.setitem(globals(), "USED", used)
     _, cuda = check("cuda-python", "11.8.7")
     assert any("cudaGraphInstantiate called with 2" in p for p in cuda)

@@ -18,7 +18,7 @@ import ast
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_jetson"
@@ -39,20 +39,19 @@ GUARD_CALLS = {"hasattr", "getattr", "version_tuple"}
 LOWERCASE_CLASSES = {"jtop"}
 
 
+def _bound(node: Any) -> List[Tuple[str, str]]:
+    """(name bound, module path) for each module an import statement binds by its full path
+    (``import pycuda.driver as cuda``, ``from cuda.bindings import runtime as cudart``)."""
+    if isinstance(node, ast.Import):
+        return [(a.asname or a.name, a.name) for a in node.names if a.asname or "." not in a.name]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names]
+    return []
+
+
 def _imports(tree: ast.AST) -> Dict[str, str]:
     """Names bound to a library's module anywhere in the tree -> import path."""
-    found: Dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name in MODULES:
-                    found[alias.asname or alias.name.split(".")[0]] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                path = f"{node.module}.{alias.name}"
-                if path in MODULES:
-                    found[alias.asname or alias.name] = path
-    return found
+    return {name: path for node in ast.walk(tree) for name, path in _bound(node) if path in MODULES}
 
 
 def _returners(trees: Dict[Path, ast.AST]) -> Dict[str, str]:
@@ -70,6 +69,13 @@ def _returners(trees: Dict[Path, ast.AST]) -> Dict[str, str]:
                 if isinstance(value, ast.Name) and value.id in bound:
                     out[fn.name] = bound[value.id]
     return out
+
+
+def _first_name(target: Any) -> Optional[str]:
+    """``x`` of ``x = ...`` or ``x, why = ...``."""
+    if isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[0]
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _is_class(attr: str) -> bool:
@@ -91,6 +97,7 @@ class _Collector(ast.NodeVisitor):
         self.out = out
         self.aliases: Dict[str, str] = {}  # local name -> dotted use it stands for
         self.guard_depth = 0
+        self.modules = dict(MODULES)  # with the aliases met so far
         self.flags = set()  # names and self attributes that hold a feature test's answer
 
     def visit_Module(self, node: ast.Module) -> None:
@@ -125,7 +132,7 @@ class _Collector(ast.NodeVisitor):
 
     def _record(self, dotted: str, node: Any, guarded: bool, nargs: Optional[int] = None) -> None:
         path, _, attrs = dotted.partition(":")
-        library, inside = MODULES.get(path, (None, ""))
+        library, inside = self.modules.get(path, (None, ""))
         if library is None:  # an alias of a chain: "tensorrt:NetworkDefinitionCreationFlag"
             return
         parts = ([inside] if inside else []) + attrs.split(".")
@@ -145,28 +152,30 @@ class _Collector(ast.NodeVisitor):
         self.aliases = saved
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        target = node.targets[0]
-        first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
-        if isinstance(first, ast.Name):
-            called = _called(node.value)
-            chain = self._chain(node.value)
-            if called in self.returners:
-                self.names[first.id] = self.returners[called]
-            elif chain and "." not in chain.partition(":")[2]:
-                self._alias(first.id, chain)
-            elif called and isinstance(node.value, ast.Call):
-                made = self._chain(node.value.func)
-                if made and "." not in made.partition(":")[2] and _is_class(made.partition(":")[2]):
-                    self._alias(first.id, made, instance=True)
+        first = _first_name(node.targets[0])
+        if first is not None:
+            self._bind(first, node.value)
         self.generic_visit(node)
+
+    def _bind(self, name: str, value: Any) -> None:
+        called = _called(value)
+        chain = self._chain(value)
+        if called in self.returners:
+            self.names[name] = self.returners[called]
+        elif chain and "." not in chain.partition(":")[2]:
+            self._alias(name, chain)
+        elif called:
+            made = self._chain(value.func)
+            if made and "." not in made.partition(":")[2] and _is_class(made.partition(":")[2]):
+                self._alias(name, made, instance=True)
 
     def _alias(self, name: str, chain: str, instance: bool = False) -> None:
         """``creation = trt.NetworkDefinitionCreationFlag``: ``creation.X`` is that class's X;
         ``builder = trt.Builder(logger)``: ``builder.X`` is the instance's (``()`` marks these)."""
         path, _, attr = chain.partition(":")
-        library, inside = MODULES[path]
+        library, inside = self.modules[path]
         alias = f"{path}.{attr}" + ("()" if instance else "")
-        MODULES.setdefault(alias, (library, ".".join(filter(None, [inside, attr]))))
+        self.modules.setdefault(alias, (library, ".".join(filter(None, [inside, attr]))))
         self.aliases[name] = alias
 
     def visit_If(self, node: ast.If) -> None:
@@ -178,7 +187,8 @@ class _Collector(ast.NodeVisitor):
             self.visit(child)
         self.guard_depth -= guard
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def _feature_test(self, node: ast.Call) -> None:
+        """``getattr(trt, "X", None)`` and ``hasattr(trt, "X")`` use X, guarded."""
         name = _called(node)
         if name in ("getattr", "hasattr") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
             base = self._chain(node.args[0])
@@ -186,6 +196,9 @@ class _Collector(ast.NodeVisitor):
             if base or root:
                 dotted = (base + "." if base else root + ":") + str(node.args[1].value)
                 self._record(dotted, node, guarded=name == "hasattr" or len(node.args) == 3)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._feature_test(node)
         chain = self._chain(node.func)
         if chain:
             self._record(chain, node, self.guard_depth > 0, nargs=len(node.args))
@@ -202,21 +215,25 @@ class _Collector(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def collect() -> Dict[str, Any]:
-    """library -> attribute -> {"guarded", "args", "where"}, from the package's source."""
-    trees = {p: ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
-    returners = _returners(trees)
+def _spellings(trees: Dict[Path, ast.AST], returners: Dict[str, str]) -> Dict[str, str]:
+    """The names the package gives these libraries' modules anywhere (``trt``, ``cudart``, ``nv``)."""
     spellings: Dict[str, str] = {}
     for tree in trees.values():
         spellings.update(_imports(tree))
     for tree in trees.values():
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _called(node.value) in returners:
-                target = node.targets[-1]
-                if isinstance(target, ast.Tuple) and target.elts:
-                    target = target.elts[0]
-                if isinstance(target, ast.Name):
-                    spellings.setdefault(target.id, returners[_called(node.value)])  # type: ignore[index]
+                first = _first_name(node.targets[-1])
+                if first is not None:
+                    spellings.setdefault(first, returners[_called(node.value)])  # type: ignore[index]
+    return spellings
+
+
+def collect() -> Dict[str, Any]:
+    """library -> attribute -> {"guarded", "args", "where"}, from the package's source."""
+    trees = {p: ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
+    returners = _returners(trees)
+    spellings = _spellings(trees, returners)
     out: Dict[str, Any] = {}
     for path, tree in trees.items():
         _Collector(dict(spellings), returners, str(path.relative_to(ROOT)), out).visit(tree)
