@@ -172,3 +172,17 @@ def test_a_missing_attribute_or_a_call_that_does_not_fit_is_reported(monkeypatch
     _, trt = check("tensorrt", "10.3.0")
     assert any("Builder called with 2" in p for p in trt)
     assert any("has no NoSuchThing (unguarded" in p for p in trt)
+
+
+def test_a_new_use_in_the_code_makes_the_list_stale(tmp_path: Path, monkeypatch: Any) -> None:
+    import shutil
+
+    shutil.copytree(used_api.PACKAGE, tmp_path / "pytest_jetson")
+    build = tmp_path / "pytest_jetson" / "engines" / "tensorrt_build.py"
+    build.write_text(build.read_text() + "\n\ndef _new(trt):\n    return trt.Refitter(None, None)\n")
+    monkeypatch.setattr(used_api, "ROOT", tmp_path)
+    monkeypatch.setattr(used_api, "PACKAGE", tmp_path / "pytest_jetson")
+    found = used_api.collect()
+    assert found != USED
+    assert found["tensorrt"]["Refitter"] == {"args": 2, "guarded": False,
+                                             "where": ["pytest_jetson/engines/tensorrt_build.py"]}
