@@ -6,7 +6,8 @@ package function that returns one (``import_tensorrt()``), or is a parameter or 
 spelled like such a binding (the package passes ``trt``, ``cuda``, ``cudart``, ``nv`` around).
 The list names the files using each attribute, not lines, so that editing them elsewhere does
 not make it stale. From a handle, the static attribute chain is recorded up to two levels (``trt.BuilderFlag.FP16``),
-with the largest number of positional arguments any call passes. A use is ``guarded`` when the
+with the largest number of positional arguments any call passes (also through a package helper
+that calls its first argument with the rest, ``self._try(nv.nvmlDeviceGetName, handle)``). A use is ``guarded`` when the
 code survives its absence: ``getattr(x, "name", default)``, ``hasattr``, or inside an ``if`` that
 tests ``hasattr``/``getattr``/the TensorRT version, or a flag set from such a test
 (``self._v3``). An instance made in the same function
@@ -18,7 +19,7 @@ import ast
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_jetson"
@@ -82,6 +83,20 @@ def _is_class(attr: str) -> bool:
     return attr[:1].isupper() or attr in LOWERCASE_CLASSES
 
 
+def _forwarders(trees: Dict[Path, ast.AST]) -> Set[str]:
+    """Package functions that call their first parameter with the rest (``_try(fn, *args)``): a call
+    ``_try(nv.nvmlDeviceGetName, handle)`` calls ``nvmlDeviceGetName(handle)``."""
+    out: Set[str] = set()
+    for tree in trees.values():
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef) or fn.args.vararg is None:
+                continue
+            params = [a.arg for a in fn.args.args if a.arg != "self"]
+            if params and any(_called(c) == params[0] for c in ast.walk(fn)):
+                out.add(fn.name)
+    return out
+
+
 def _called(node: Any) -> Optional[str]:
     if isinstance(node, ast.Call):
         f = node.func
@@ -90,6 +105,8 @@ def _called(node: Any) -> Optional[str]:
 
 
 class _Collector(ast.NodeVisitor):
+    forwarders: Set[str] = set()
+
     def __init__(self, names: Dict[str, str], returners: Dict[str, str], where: str, out: Dict[str, Any]) -> None:
         self.names = names  # handle spelling -> import path
         self.returners = returners
@@ -199,6 +216,9 @@ class _Collector(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         self._feature_test(node)
+        target = self._chain(node.args[0]) if _called(node) in self.forwarders and node.args else None
+        if target:
+            self._record(target, node, self.guard_depth > 0, nargs=len(node.args) - 1)
         chain = self._chain(node.func)
         if chain:
             self._record(chain, node, self.guard_depth > 0, nargs=len(node.args))
@@ -234,6 +254,7 @@ def collect() -> Dict[str, Any]:
     trees = {p: ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
     returners = _returners(trees)
     spellings = _spellings(trees, returners)
+    _Collector.forwarders = _forwarders(trees)
     out: Dict[str, Any] = {}
     for path, tree in trees.items():
         _Collector(dict(spellings), returners, str(path.relative_to(ROOT)), out).visit(tree)
