@@ -26,15 +26,7 @@ VERSIONS = fake_tensorrt.VERSIONS
 READ_COMPATIBLE = plan_cache.read_compatible
 
 
-@pytest.fixture(autouse=True)
-def _fresh_process(monkeypatch, tmp_path):
-    """Each test starts as a fresh process: no CUDA context, no TensorRT logger, no board tree."""
-    from pytest_jetson.engines import tensorrt_build
-    from pytest_jetson.engines.tensorrt_run import ProcessContext
-
-    monkeypatch.setattr(ProcessContext, "_by_pid", {})
-    monkeypatch.setattr(tensorrt_build, "_LOGGERS", {})
-    monkeypatch.setattr(plan_cache, "read_compatible", lambda root=None: "nvidia,p3768-0000+p3767-0005")
+pytestmark = pytest.mark.usefixtures("fresh_trt_process")  # tests/engines/conftest.py
 
 
 @pytest.fixture

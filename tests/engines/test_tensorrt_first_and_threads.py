@@ -14,7 +14,6 @@ import pytest
 from fakes import fake_cudart, fake_pycuda, fake_tensorrt
 from fakes.onnx_models import conv_onnx
 
-from pytest_jetson.engines import cache as plan_cache
 from pytest_jetson.engines import open_engine
 from pytest_jetson.run.harness import measure
 
@@ -22,14 +21,7 @@ from pytest_jetson.run.harness import measure
 LAZY_S = 0.25
 
 
-@pytest.fixture(autouse=True)
-def _fresh_process(monkeypatch):
-    from pytest_jetson.engines import tensorrt_build
-    from pytest_jetson.engines.tensorrt_run import ProcessContext
-
-    monkeypatch.setattr(ProcessContext, "_by_pid", {})
-    monkeypatch.setattr(tensorrt_build, "_LOGGERS", {})
-    monkeypatch.setattr(plan_cache, "read_compatible", lambda root=None: "nvidia,p3768-0000+p3767-0005")
+pytestmark = pytest.mark.usefixtures("fresh_trt_process")  # tests/engines/conftest.py
 
 
 def _open(tmp_path, **kw):

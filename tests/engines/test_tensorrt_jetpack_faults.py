@@ -6,18 +6,9 @@ import pytest
 from fakes import fake_tensorrt
 from fakes.onnx_models import conv_onnx
 
-from pytest_jetson.engines import cache as plan_cache
 from pytest_jetson.engines import open_engine
 
-
-@pytest.fixture(autouse=True)
-def _fresh_process(monkeypatch):
-    from pytest_jetson.engines import tensorrt_build
-    from pytest_jetson.engines.tensorrt_run import ProcessContext
-
-    monkeypatch.setattr(ProcessContext, "_by_pid", {})
-    monkeypatch.setattr(tensorrt_build, "_LOGGERS", {})
-    monkeypatch.setattr(plan_cache, "read_compatible", lambda root=None: "nvidia,p3768-0000+p3767-0005")
+pytestmark = pytest.mark.usefixtures("fresh_trt_process")  # tests/engines/conftest.py
 
 
 def _open(path, tmp_path, **kw):
