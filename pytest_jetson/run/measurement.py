@@ -72,6 +72,10 @@ class Measurement:
     environment: Dict[str, Any] = field(default_factory=dict)
     extra: Dict[str, Any] = field(default_factory=dict)
     telemetry_series: Optional[Series] = field(default=None, repr=False)
+    #: Named stages of a measured function (``perf.stage``), each a Measurement of its own: its
+    #: latencies are the stage's time per call (summed over its entries in that call), its
+    #: duration, items, batch and clock the whole measurement's. Empty for an engine.
+    stages: Dict[str, "Measurement"] = field(default_factory=dict)
 
     # -- derived metrics -------------------------------------------------------------------
     @property
@@ -239,6 +243,7 @@ class Measurement:
             "environment": dict(self.environment),
             "extra": self._extra_for_files(),
             "summary": self.summary(),
+            **({"stages": {k: v.to_dict() for k, v in self.stages.items()}} if self.stages else {}),
         }
 
     def _extra_for_files(self) -> Dict[str, Any]:
@@ -273,6 +278,8 @@ class Measurement:
             environment=dict(d.get("environment", {})),
             extra=extra,
             telemetry_series=Series.from_dict(series) if isinstance(series, dict) and series.get("t") else None,
+            stages={str(k): Measurement.from_dict(v) for k, v in (d.get("stages") or {}).items()
+                    if isinstance(v, dict)},
         )
 
     @classmethod
