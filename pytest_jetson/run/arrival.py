@@ -75,8 +75,6 @@ class Arrivals:
         exponential gap after it for Poisson ones); ``seed`` draws the Poisson gaps."""
         return Schedule(self, t0, seed)
 
-    def describe(self) -> str:
-        return f"{self.kind}, {self.rate:g}/s" if self.kind == "poisson" else f"{self.rate:g}/s"
 
 
 class Schedule:
@@ -146,8 +144,8 @@ def parse_rate(value: Any, where: str = "perf.measure") -> Optional[Arrivals]:
     unit = m.group("unit")
     if unit is None:
         # "30" as a string is ambiguous (per second? per minute? a period?): say it with a unit
-        raise BadRate(f"{where}: rate={value!r} has no unit; write rate='{m.group('num')}/s' or "
-                      f"rate='poisson:{m.group('num')}/s' ({GRAMMAR})")
+        raise BadRate(f"{where}: rate={value!r} has no unit; write rate='{m.group('num')}/s' (fixed "
+                      f"arrivals) or rate='poisson:{m.group('num')}/s' (Poisson arrivals)")
     factor = RATE_UNITS[re.sub(r"\s+", "", unit).lower()]
     rate = _positive(float(m.group("num")) * factor, value, where)
     return Arrivals(rate, kind, value.strip())
@@ -292,8 +290,8 @@ def keep_up_problem(arrivals: List[float], latencies: List[float], services: Lis
         return None
     fastest = min(services)
     mean = sum(services) / len(services)
-    return (f"{name}: calls arrive at rate={spec.text!r} ({spec.describe()}) but it served "
-            f"only {served:.3g}/s (each call takes {format_duration(mean)} on average, the fastest "
+    return (f"{name}: calls arrive at rate={spec.text!r} but it served "
+            f"only {served:.3g} calls/s (each call takes {format_duration(mean)} on average, the fastest "
             f"{format_duration(fastest)}): the queue grew for the whole run, so latency from arrival "
             f"would measure the backlog; lower rate= to at most about {0.9 / mean:.3g}/s, or find the "
             f"highest rate that meets your bound with perf.max_rate(...)")

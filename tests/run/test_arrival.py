@@ -87,7 +87,7 @@ def test_a_rate_without_unit_says_how_to_write_it():
         parse_rate("30", "resnet50")
     text = str(err.value)
     assert "resnet50: rate='30'" in text
-    assert "write rate='30/s' or rate='poisson:30/s'" in text
+    assert "write rate='30/s' (fixed arrivals) or rate='poisson:30/s'" in text
 
 
 @pytest.mark.parametrize("bad, why", [
@@ -309,7 +309,7 @@ def test_a_rate_never_kept_up_with_is_an_error_naming_rate_served_rate_and_fix()
     with pytest.raises(EngineError) as err:
         measure(ScriptedEngine([0.050]), duration="3s", rate="30/s", warmup=0)
     text = str(err.value)
-    assert "rate='30/s'" in text and "served only 20/s" in text
+    assert "rate='30/s'" in text and "served only 20 calls/s" in text
     assert "lower rate=" in text and "perf.max_rate" in text
 
 
