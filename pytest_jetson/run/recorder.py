@@ -4,9 +4,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..engines.base import as_engine
 from ..errors import ConfigError
-from ..metrics import METRICS, format_value
+from ..metrics import METRICS
 from . import max_rate as rate_search
-from .arrival import RateError
 from .harness import measure
 from .measurement import Measurement
 
@@ -91,58 +90,29 @@ class Recorder:
         back to back (the upper bound), then a search on the rate (``run.max_rate.search``).
         Other keywords go to every measurement (``deadline=``, ``items=``, ...).
         """
-        checks = self._rate_bounds({k: kw.pop(k) for k in list(kw) if k in METRICS})
+        held = rate_search.checks({k: kw.pop(k) for k in list(kw) if k in METRICS}, self.parse_bound)
         if "rate" in kw:
             raise ConfigError(f"perf.max_rate: rate={kw['rate']!r} is what the search finds; drop it")
         if self.seed is not None:
             kw.setdefault("seed", self.seed)
 
-        def probe(rate: Optional[float], warm: Any) -> Optional[Measurement]:
-            try:
-                m = self.measure(engine, duration=probe_duration, warmup=warm, rate=rate,
-                                 telemetry="none", extend=None, **kw)
-            except RateError:  # a rate it cannot keep up with, or a deadline it always misses
-                return None
+        def probe(rate: Optional[float], warm: Any) -> Measurement:
+            # back to back (the upper bound) there is no arrival for a deadline to count from
+            own = kw if rate is not None else {k: v for k, v in kw.items() if k != "deadline"}
+            m = self.measure(engine, duration=probe_duration, warmup=warm, rate=rate,
+                             telemetry="none", extend=None, **own)
             self.measurements.pop()  # a probe is not what the test recorded
             return m
 
         peak_m = probe(None, warmup)
-        peak = peak_m.iterations / peak_m.duration if peak_m and peak_m.duration > 0 else 0.0
-
-        def meets(m: Measurement) -> bool:
-            return all(value is not None and holds(value)
-                       for value, holds in ((m.metric(name), holds) for name, _, holds in checks))
-
-        def figure(m: Measurement) -> str:
-            return ", ".join(f"{name} {format_value(name, m.metric(name))}" for name, _, _ in checks)
-
-        what = " and ".join(f"{name}={text}" for name, text, _ in checks)
-        found = rate_search.search(lambda r: probe(r, 0), meets, peak, tolerance, max_probes,
-                                   figure=figure, what=what)
+        peak = peak_m.iterations / peak_m.duration if peak_m.duration > 0 else 0.0
+        found = rate_search.search(lambda r: probe(r, 0), lambda m: rate_search.meets(held, m), peak,
+                                   tolerance, max_probes, figure=lambda m: rate_search.figure(held, m),
+                                   what=rate_search.describe(held))
         m = self.measure(engine, duration=duration, warmup=0, rate=found.rate, **kw)
         m.extra.update(max_rate=found.rate, max_rate_peak=found.peak,
                        max_rate_probes=[p.to_dict() for p in found.probes])
         return m
-
-    def _rate_bounds(self, bounds: Dict[str, Any]) -> List[Any]:
-        """(metric, text, holds(value)) of each bound perf.max_rate searches against."""
-        if not bounds:
-            raise ConfigError("perf.max_rate needs a bound to search against, e.g. "
-                              "perf.max_rate(engine, latency_p99='<= 33 ms')")
-        out = []
-        for name, text in bounds.items():
-            if callable(text):
-                out.append((name, getattr(text, "__name__", "a predicate"), text))
-                continue
-            if self.parse_bound is None:
-                raise ConfigError(f"perf.max_rate: {name}={text!r} needs the perf fixture's bound parser; "
-                                  "outside pytest pass a predicate, e.g. latency_p99=lambda s: s <= 0.033")
-            bound = self.parse_bound(name, text)
-            if bound.relative:
-                raise ConfigError(f"perf.max_rate: {name}={text!r} is a tolerance against a baseline; the "
-                                  f"search needs an absolute bound such as {name}={METRICS[name].example!r}")
-            out.append((name, repr(text), bound.holds))
-        return out
 
     @property
     def last(self) -> Measurement:

@@ -11,6 +11,7 @@ from pytest_jetson.clock import SimClock
 from pytest_jetson.engines.base import Engine
 from pytest_jetson.errors import ConfigError, EngineError
 from pytest_jetson.gate.bounds import parse
+from pytest_jetson.run.arrival import RateError
 from pytest_jetson.run.max_rate import MaxRateError, search
 from pytest_jetson.run.recorder import Recorder
 
@@ -55,8 +56,14 @@ def test_the_search_spends_few_probes():
 
 
 def test_a_rate_that_could_not_be_served_fails_its_probe():
-    found = search(lambda r: None if r > 50 else r, lambda m: True, 100.0)
-    assert found.probes[0].figure == "could not keep up with the rate"
+    def measure_at(rate):
+        if rate > 50:
+            raise RateError(f"cannot keep up with {rate}/s")
+        return rate
+
+    found = search(measure_at, lambda m: True, 100.0)
+    assert found.probes[0].figure.startswith("not served")
+    assert found.probes[0].why == "cannot keep up with 100.0/s"
     assert 50 * 0.97 <= found.rate <= 50
 
 
@@ -113,7 +120,15 @@ def test_a_bound_never_met_is_a_clear_error():
         recorder().max_rate(ScriptedEngine([0.010]), latency_p99="<= 5 ms")
     text = str(err.value)
     assert "no arrival rate met latency_p99='<= 5 ms'" in text
-    assert "where it measured latency_p99 10" in text
+    assert "the lowest rate tried: latency_p99 10" in text
+
+
+def test_a_deadline_no_call_meets_says_so_at_the_lowest_rate():
+    with pytest.raises(EngineError) as err:
+        recorder().max_rate(ScriptedEngine([0.010]), latency_p99="<= 33 ms", deadline="5ms")
+    text = str(err.value)
+    assert "no arrival rate met latency_p99='<= 33 ms'" in text and "not served" in text
+    assert "At that rate: scripted: every call ran longer than its deadline=5 ms" in text
 
 
 @pytest.mark.parametrize("kw, message", [
