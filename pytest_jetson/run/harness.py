@@ -15,8 +15,8 @@ With ``rate=`` the same runs (duration, iterations, adaptive, extension) are pac
 schedule instead (``run.arrival``): a call per arrival, latency counted from its arrival (queueing
 included), the window closing at its end time even when the last stretch is idle, so throughput
 is items over the window. The warm-up stays back to back. A rate the engine can never keep up
-with, or a deadline every call misses, is an error after the run (``strict``; ``perf.max_rate``'s
-probes turn it off, since a rate too high is what they look for).
+with, or a deadline every call misses, is an error after the run (``strict``); ``perf.max_rate``
+counts such a probe as a rate not met.
 """
 
 from dataclasses import dataclass
