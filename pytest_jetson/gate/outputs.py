@@ -128,7 +128,8 @@ def _numbers(check: OutputCheck, a: np.ndarray, r: np.ndarray, tol: Tolerance) -
     check.inf = (int(np.isinf(a64).sum()), int(np.isinf(r64).sum()))
     # special values match only themselves at the same place
     special_ok = (na & nr) | (~fa & ~fr & ~na & ~nr & (a64 == r64))
-    diff = np.where(both, np.abs(a64 - r64), 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: those places are not in `both`
+        diff = np.where(both, np.abs(a64 - r64), 0.0)
     scale = np.abs(np.where(both, r64, 0.0))
     if both.any():
         i = int(np.argmax(diff))
