@@ -234,6 +234,11 @@ def _at(where: Any) -> str:
     return "[" + ", ".join(str(i) for i in where) + "]" if where is not None else ""
 
 
+def _cos(x: float) -> str:
+    """A similarity near 1 as its distance from 1 ('1 - 3.1e-07'), where the digits are."""
+    return f"1 - {1 - x:.2g}" if 0 < 1 - x < 1e-4 else f"{x:.6g}"
+
+
 def output_lines(v: V.Verdict) -> List[str]:
     """An output check (a verdict of kind "outputs", ``gate.outputs``) in lines: which output
     against what, the decision, then its numbers: the largest errors and where, the share out of
@@ -260,7 +265,7 @@ def output_lines(v: V.Verdict) -> List[str]:
                      f"({_g(c.get('actual_at'))} vs {_g(c.get('reference_at'))}); "
                      f"max rel error {_g(c.get('max_rel'))} at {_at(c.get('where_rel'))}")
         tol = c.get("tolerance") or {}
-        cos = f"cosine similarity {c['cosine']:.6g}" if c.get("cosine") is not None else ""
+        cos = f"cosine similarity {_cos(c['cosine'])}" if c.get("cosine") is not None else ""
         if cos and tol.get("cosine") is not None:
             cos += f" (least {tol['cosine']:g})"
         topk = ""
