@@ -214,6 +214,13 @@ def _onnx_of(engine: Engine, model: Any) -> Path:
     return resolve_onnx(engine.model, f"perf.check_outputs ({engine.name})")
 
 
+def check_unique(records: Any, name: str) -> None:
+    """Two checks of one test under one name would share their golden file and their rows."""
+    if any(r.name == name for r in records):
+        raise OutputsError(f"perf.check_outputs: this test already checked outputs under the name "
+                           f"{name!r}; give each check its own name= (name='head', ...)")
+
+
 def prepare(context: Any, engine_or_outputs: Any, inputs: Any = None, reference: Any = "onnxruntime",
             name: str = "", golden: Any = None, model: Any = None, precision: Optional[str] = None,
             **tolerance_args: Any) -> OutputsRecord:

@@ -5,7 +5,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ..engines.base import as_engine
 from .harness import measure
 from .measurement import Measurement
-from .outputs import OutputsRecord, prepare
+from .outputs import OutputsRecord, check_unique, prepare
 
 
 def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
@@ -89,6 +89,7 @@ class Recorder:
         ``atol``/``rtol``/``cosine``/``topk=(k, share)``: for every output (default: the
         precision's, ``run.outputs.DEFAULT_TOLERANCES``); ``tolerances={name: {...}}`` per
         output. On the simulated device nothing is run and the check is reported skipped."""
+        check_unique(self.output_checks, name or "")
         record = prepare(self.context, engine_or_outputs, inputs=inputs, reference=reference,
                          name=name or "", golden=self.golden, model=model, precision=precision,
                          atol=atol, rtol=rtol, cosine=cosine, topk=topk, tolerances=tolerances)

@@ -1,6 +1,8 @@
 """The onnxruntime reference of an output check (engines/reference.py) and what the recorder makes
 of a check (run/outputs.py), on real ONNX files run by real onnxruntime."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from fakes.onnx_models import tiny_onnx
@@ -8,7 +10,8 @@ from fakes.onnx_models import tiny_onnx
 from pytest_jetson.engines import open_engine, reference
 from pytest_jetson.errors import EngineError, ModelError
 from pytest_jetson.gate.outputs import compare
-from pytest_jetson.run.outputs import SIMULATED_REASON, OutputsError, prepare
+from pytest_jetson.run.outputs import SIMULATED_REASON, OutputsError, prepare, write_golden
+from pytest_jetson.run.recorder import Recorder
 
 pytest.importorskip("onnxruntime")
 
@@ -88,3 +91,56 @@ def test_a_reference_that_is_neither_is_said(onnx_file):
             prepare(None, engine, reference="cpu")
         with pytest.raises(OutputsError, match="tolerances\\['y'\\] must be a dict"):
             prepare(None, engine, tolerances={"y": 0.1})
+
+
+def test_a_golden_file_replays_the_inputs_it_was_recorded_with(onnx_file, tmp_path):
+    path = tmp_path / "g.outputs.npz"
+    recorded_with = {"x": np.full((2, 8), 0.25, np.float32)}
+    with _engine(onnx_file, batch=2) as engine:
+        write_golden(path, engine(recorded_with), recorded_with)
+        rec = prepare(None, engine, reference="golden", golden=lambda name: path)
+        assert np.array_equal(rec.inputs["x"], recorded_with["x"])  # not the seeded inputs
+        assert compare(rec.actual, rec.reference, rec.tolerance_of)[0].max_abs == 0.0
+        with pytest.raises(OutputsError, match="needs the perf fixture"):
+            prepare(None, engine, reference="golden")
+
+
+def test_two_checks_of_one_test_need_their_own_names(onnx_file):
+    recorder = Recorder()
+    with _engine(onnx_file) as engine:
+        recorder.check_outputs(engine)
+        recorder.check_outputs(engine, name="again")
+        with pytest.raises(OutputsError, match="already checked outputs under the name ''; give each"):
+            recorder.check_outputs(engine)
+    assert [r.name for r in recorder.output_checks] == ["", "again"]
+
+
+def _pb(path):
+    import onnx
+    from onnx import numpy_helper
+
+    tensor = onnx.TensorProto()
+    tensor.ParseFromString(path.read_bytes())
+    return numpy_helper.to_array(tensor)
+
+
+def test_a_model_nobody_here_wrote_matches_the_outputs_pytorch_gave_it():
+    # the onnx package's PyTorch-converted test cases: a model and PyTorch's own outputs for it
+    import onnx
+
+    case = Path(onnx.__file__).parent / "backend/test/data/pytorch-converted/test_Conv2d"
+    if not (case / "model.onnx").is_file():
+        pytest.skip("this onnx wheel ships no backend test data")
+    x = _pb(case / "test_data_set_0/input_0.pb")
+    y = _pb(case / "test_data_set_0/output_0.pb")
+    with _engine(case / "model.onnx", batch=x.shape[0]) as engine:
+        out = engine.output_specs[0].name
+        rec = prepare(None, engine, inputs=x, reference={out: y})
+        (check,) = compare(rec.actual, rec.reference, rec.tolerance_of)
+        assert check.passed and check.max_abs < 1e-5 and check.cosine > 0.999999
+        moved = y.copy()
+        moved.flat[17] += 1e-2
+        rec = prepare(None, engine, inputs=x, reference={out: moved})
+        (check,) = compare(rec.actual, rec.reference, rec.tolerance_of)
+        assert not check.passed and check.mismatched == 1
+        assert check.where_abs == tuple(int(i) for i in np.unravel_index(17, y.shape))

@@ -110,6 +110,10 @@ def test_outputs_are_checked_beside_the_perf_bounds(suite):
     assert report["summary"]["bounds"]["fail"] == 2
     props = {p.get("name"): p.get("value") for p in ET.parse(str(suite.path / "j.xml")).iter("property")}
     assert props["jetson.outputs:logits.verdict"].startswith("fail outputs_differ")
+    # the same across pytest-xdist workers: the checks travel with their verdicts
+    r = run(suite, "test_suite.py", "--jetson-backend", "onnxruntime", "-n", "2")
+    r.assert_outcomes(passed=1, failed=2)
+    r.stdout.fnmatch_lines(["output check failed: output 'logits' differs from onnxruntime*"])
 
 
 def test_on_the_simulated_device_the_check_is_skipped_and_said(suite):
