@@ -5,7 +5,7 @@ makes it the usual yardstick for a TensorRT engine's numbers.
 """
 
 from pathlib import Path
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 import numpy as np
 
@@ -47,6 +47,10 @@ def session(path: Path) -> Any:
                              "check it with `python -m onnx.checker`") from None
         _SESSIONS[key] = hit
     return hit
+
+
+def input_names(path: Path) -> List[str]:
+    return [i.name for i in session(path).get_inputs()]
 
 
 def run(path: Path, feeds: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:

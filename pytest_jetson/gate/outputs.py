@@ -58,6 +58,7 @@ class OutputCheck:
     size: int = 0
     mismatched: int = 0
     max_abs: Optional[float] = None
+    mean_abs: Optional[float] = None
     where_abs: Optional[Tuple[int, ...]] = None
     max_rel: Optional[float] = None
     where_rel: Optional[Tuple[int, ...]] = None
@@ -134,6 +135,7 @@ def _numbers(check: OutputCheck, a: np.ndarray, r: np.ndarray, tol: Tolerance) -
     if both.any():
         i = int(np.argmax(diff))
         check.max_abs, check.where_abs = float(diff.flat[i]), _index(i, a.shape)
+        check.mean_abs = float(diff[both].mean())
         check.actual_at, check.reference_at = float(np.real(a64.flat[i])), float(np.real(r64.flat[i]))
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(diff > 0, diff / scale, 0.0)  # x/0 is inf: an error where the reference is 0

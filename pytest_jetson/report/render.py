@@ -263,7 +263,8 @@ def output_lines(v: V.Verdict) -> List[str]:
         share = f"{bad} of {size} elements ({bad / size * 100:.3g}%) out of tolerance" if size else ""
         lines.append(f"  {share}; max abs error {_g(c['max_abs'])} at {_at(c.get('where_abs'))} "
                      f"({_g(c.get('actual_at'))} vs {_g(c.get('reference_at'))}); "
-                     f"max rel error {_g(c.get('max_rel'))} at {_at(c.get('where_rel'))}")
+                     f"max rel error {_g(c.get('max_rel'))} at {_at(c.get('where_rel'))}; "
+                     f"mean abs error {_g(c.get('mean_abs'))}")
         tol = c.get("tolerance") or {}
         cos = f"cosine similarity {_cos(c['cosine'])}" if c.get("cosine") is not None else ""
         if cos and tol.get("cosine") is not None:

@@ -175,15 +175,23 @@ def write_golden(path: Path, outputs: Mapping[str, np.ndarray], inputs: Mapping[
 
 
 # -- a check, as the recorder makes it -------------------------------------------------------------
-def _is_outputs(obj: Any) -> bool:
-    return isinstance(obj, Mapping)
-
-
 def _arrays(outputs: Any, what: str) -> Dict[str, np.ndarray]:
     if not isinstance(outputs, Mapping) or not outputs:
         raise OutputsError(f"perf.check_outputs: {what} must be outputs by name ({{name: array}}), "
                            f"not {type(outputs).__name__}")
     return {str(k): np.asarray(v) for k, v in outputs.items()}
+
+
+def _named(inputs: Any, names: Any) -> Dict[str, np.ndarray]:
+    """Inputs by name: a mapping as it is, an array for the first name, a sequence in order."""
+    if isinstance(inputs, Mapping):
+        return _arrays(inputs, "inputs=")
+    if isinstance(inputs, (list, tuple)):
+        if len(inputs) != len(names):
+            raise OutputsError(f"perf.check_outputs: {len(inputs)} inputs given for the model's "
+                               f"{len(names)} ({', '.join(names)}); pass them by name")
+        return {n: np.asarray(v) for n, v in zip(names, inputs)}
+    return {names[0]: np.asarray(inputs)}
 
 
 def _per_output(tolerances: Any, precision: str) -> Dict[str, Tolerance]:
@@ -221,22 +229,7 @@ def check_unique(records: Any, name: str) -> None:
                            f"{name!r}; give each check its own name= (name='head', ...)")
 
 
-def prepare(context: Any, engine_or_outputs: Any, inputs: Any = None, reference: Any = "onnxruntime",
-            name: str = "", golden: Any = None, model: Any = None, precision: Optional[str] = None,
-            **tolerance_args: Any) -> OutputsRecord:
-    """Run what ``perf.check_outputs`` asks for and return the record the gate will judge.
-
-    ``golden``: ``golden(name) -> Path``, where this test's golden files live (the plugin gives
-    it); ``tolerance_args``: ``atol``, ``rtol``, ``cosine``, ``topk`` for every output and
-    ``tolerances`` per output."""
-    per_output = tolerance_args.pop("tolerances", None)
-    given_outputs = _is_outputs(engine_or_outputs)
-    engine = None if given_outputs else as_engine(engine_or_outputs)
-    precision = precision or (engine.precision if engine is not None else "") or "fp32"
-    record = OutputsRecord(name=str(name or ""), source="",
-                           default=tolerance(precision, "", **tolerance_args),
-                           tolerances=_per_output(per_output, precision))
-    simulated = (engine.backend == "simulated") if engine is not None else bool(getattr(context, "simulated", False))
+def _set_source(record: OutputsRecord, reference: Any, golden: Any) -> None:
     if isinstance(reference, Mapping):
         record.source = "the given reference"
         record.reference = _arrays(reference, "reference=")
@@ -246,15 +239,31 @@ def prepare(context: Any, engine_or_outputs: Any, inputs: Any = None, reference:
                                "pytest-jetson plugin (it says where the golden files live)")
         record.golden = Path(golden(record.name))
         record.source = f"golden outputs {record.golden.as_posix()}"
-    elif reference != "onnxruntime":
+    elif reference == "onnxruntime":
+        record.source = "onnxruntime (CPUExecutionProvider)"
+    else:
         raise OutputsError(f"perf.check_outputs: reference must be 'onnxruntime', 'golden' or outputs "
                            f"by name ({{name: array}}), not {reference!r}")
-    else:
-        record.source = "onnxruntime (CPUExecutionProvider)"
-    if simulated:
+
+
+def prepare(context: Any, engine_or_outputs: Any, inputs: Any = None, reference: Any = "onnxruntime",
+            name: str = "", golden: Any = None, model: Any = None, precision: Optional[str] = None,
+            **tolerance_args: Any) -> OutputsRecord:
+    """Run what ``perf.check_outputs`` asks for and return the record the gate will judge.
+
+    ``golden``: ``golden(name) -> Path``, where this test's golden files live (the plugin gives
+    it); ``tolerance_args``: ``atol``, ``rtol``, ``cosine``, ``topk`` for every output and
+    ``tolerances`` per output."""
+    per_output = tolerance_args.pop("tolerances", None)
+    engine = None if isinstance(engine_or_outputs, Mapping) else as_engine(engine_or_outputs)
+    precision = precision or (engine.precision if engine is not None else "") or "fp32"
+    record = OutputsRecord(name=str(name or ""), source="",
+                           default=tolerance(precision, "", **tolerance_args),
+                           tolerances=_per_output(per_output, precision))
+    _set_source(record, reference, golden)
+    if (engine.backend == "simulated") if engine is not None else bool(getattr(context, "simulated", False)):
         record.skipped = SIMULATED_REASON
         return record
-
     if record.golden is not None and record.golden.is_file():
         record.reference, golden_inputs = read_golden(record.golden)
         if inputs is None and engine is not None and golden_inputs:
@@ -262,18 +271,20 @@ def prepare(context: Any, engine_or_outputs: Any, inputs: Any = None, reference:
     if engine is not None:
         if inputs is None:
             inputs = make_inputs(engine.input_specs, engine.batch, getattr(context, "seed", 0) or 0)
-        feeds, _ = engine._feeds(inputs)
-        record.actual = _arrays(engine(feeds), f"{engine.name}'s outputs")
-        record.inputs = feeds
+        record.inputs, _ = engine._feeds(inputs)
+        record.actual = _arrays(engine(record.inputs), f"{engine.name}'s outputs")
     else:
         record.actual = _arrays(engine_or_outputs, "the outputs")
-        if inputs is not None:
-            record.inputs = _arrays(inputs, "inputs=") if isinstance(inputs, Mapping) else {"input": np.asarray(inputs)}
     if reference == "onnxruntime":
         if engine is None and (model is None or inputs is None):
             raise OutputsError("perf.check_outputs: outputs checked against reference='onnxruntime' "
                                "need model= (the ONNX file) and inputs= (what made them)")
         path = _onnx_of(engine, model) if engine is not None else resolve_onnx(model, "perf.check_outputs")
         record.source = f"onnxruntime (CPUExecutionProvider) on {path.as_posix()}"
+        if engine is None:
+            record.inputs = _named(inputs, onnx_reference.input_names(path))
         record.reference = onnx_reference.run(path, record.inputs)
+    elif engine is None and inputs is not None:
+        count = len(inputs) if isinstance(inputs, (list, tuple)) else 1
+        record.inputs = _named(inputs, [f"input{i}" for i in range(count)])
     return record

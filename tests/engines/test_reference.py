@@ -76,6 +76,11 @@ def test_outputs_checked_against_onnxruntime_need_the_model_and_inputs(onnx_file
         prepare(None, {"y": x}, reference="onnxruntime")
     rec = prepare(None, {"y": _numpy_tiny(x, onnx_file)}, inputs={"x": x}, model=str(onnx_file))
     assert compare(rec.actual, rec.reference, rec.tolerance_of)[0].passed
+    # an array (or a sequence) is named after the model's inputs
+    rec = prepare(None, {"y": _numpy_tiny(x, onnx_file)}, inputs=x, model=str(onnx_file))
+    assert list(rec.inputs) == ["x"] and compare(rec.actual, rec.reference, rec.tolerance_of)[0].passed
+    with pytest.raises(OutputsError, match=r"2 inputs given for the model's 1 \(x\); pass them by name"):
+        prepare(None, {"y": x}, inputs=[x, x], model=str(onnx_file))
 
 
 def test_a_simulated_engine_is_not_run_and_says_why():

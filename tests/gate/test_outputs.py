@@ -56,6 +56,7 @@ def test_the_numbers_say_where_the_largest_errors_are():
     out = np.array([[1.0, 2.5, 0.001, 4.0]], np.float32)
     c = compare_one("y", out, ref, TIGHT)
     assert c.max_abs == pytest.approx(0.5) and c.where_abs == (0, 1)
+    assert c.mean_abs == pytest.approx(0.501 / 4, rel=1e-4)
     assert c.actual_at == 2.5 and c.reference_at == 2.0
     assert math.isinf(c.max_rel) and c.where_rel == (0, 2)  # an error where the reference is 0
     assert c.mismatched == 2 and c.mismatched_share == 0.5
