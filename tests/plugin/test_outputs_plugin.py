@@ -151,3 +151,32 @@ def test_golden_outputs_are_recorded_then_checked_and_a_change_fails_naming_the_
     run(suite, *args, "--jetson-update-baselines").assert_outcomes(passed=1)
     assert golden.stat().st_mtime_ns != written
     run(suite, *args).assert_outcomes(passed=1)
+
+
+def test_a_check_written_wrong_fails_with_the_users_frame_and_the_fix(suite):
+    suite.makepyfile(test_wrong='''
+import numpy as np
+
+def test_wrong(perf):
+    perf.check_outputs({"y": np.zeros(3)}, reference="cpu")
+''')
+    r = run(suite, "test_wrong.py")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*perf.check_outputs({\"y\": np.zeros(3)}, reference=\"cpu\")",
+                            "E * perf.check_outputs: reference must be 'onnxruntime', 'golden' or outputs by "
+                            "name ({name: array}), not 'cpu'"])
+    assert "pytest_jetson/run/outputs.py" not in r.stdout.str()
+
+
+def test_outputs_of_a_pipeline_on_the_simulated_device_are_not_checked(suite):
+    suite.makepyfile(test_pipe='''
+import numpy as np
+
+def test_pipe(perf):
+    perf.check_outputs({"y": np.zeros(3)}, reference={"y": np.ones(3)})
+''')
+    r = run(suite, "test_pipe.py")
+    r.assert_outcomes(passed=1)
+    assert said(r, "skipped outputs vs the given reference of test_pipe.py::test_pipe: outputs not checked: "
+                   "the simulated device computes no outputs")
+    run(suite, "test_pipe.py", "--jetson-backend", "onnxruntime").assert_outcomes(failed=1)
