@@ -318,6 +318,7 @@ def perf(request):
     session = request.config.pluginmanager.get_plugin(SESSION_NAME)
     if session is not None:
         recorder.extension = session.extension_for(request.node)
+        recorder.golden = session.golden_for(request.node)
     # perf.max_rate's bounds read as the marks' do; its arrivals seeded by the session and test
     recorder.parse_bound = parse
     recorder.seed = stream_seed(getattr(ctx, "seed", 0), request.node.nodeid)
@@ -566,6 +567,27 @@ class PerfSession:
 
         return factory
 
+    def golden_for(self, item):
+        """``golden(name) -> Path``: where ``item``'s golden outputs live, beside its baselines."""
+
+        def golden(name):
+            from .gate.outputs import golden_path
+
+            return golden_path(self.gate().store.directory, self.key(item.nodeid), name)
+
+        return golden
+
+    def _output_verdicts(self, item, checks, result):
+        """The verdicts of the test's ``perf.check_outputs`` calls, added to its result."""
+        from .gate.outputs import verdicts
+
+        s, gate = self.ctx.settings, self.gate()
+        try:
+            result.verdicts += verdicts(checks, self.key(item.nodeid), update=s.update_baselines,
+                                        missing_baseline=s.missing_baseline, display=gate.display)
+        except (OSError, JetsonError) as exc:
+            result.error = f"output check of {item.name}: {exc}"
+
     # -- per test --------------------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -588,7 +610,8 @@ class PerfSession:
         bounds = item.stash.get(BOUNDS_KEY, [])
         recorder = item.stash.get(RECORDER_KEY, None)
         measurements = list(recorder.measurements) if recorder is not None else []
-        if not bounds and not measurements:
+        checks = list(getattr(recorder, "output_checks", None) or [])
+        if not bounds and not measurements and not checks:
             return
         from .gate.verdict import fails
         from .report import render
@@ -596,6 +619,8 @@ class PerfSession:
 
         result = self.gate().evaluate(self.key(item.nodeid), bounds, measurements, body_passed=rep.passed,
                                       test_name=item.name)
+        if checks and rep.passed:
+            self._output_verdicts(item, checks, result)
         rep.jetson = result
         for name, value in properties(result):
             item.user_properties.append((name, value))

@@ -15,6 +15,9 @@ Outcomes, worst first (``OUTCOMES``)::
 Reasons (``REASONS``), each with the outcome it gives: bound_met, bound_violated (absolute);
 within_tolerance, improvement, regression, inconclusive (relative, compared); no_baseline,
 env_mismatch (relative, not compared); cannot_check (either); recorded (relative, written).
+Output checks (``gate.outputs``, kind "outputs"): outputs_match, outputs_differ, outputs_unchecked
+(the simulated device computes no outputs), outputs_no_reference (no golden file yet: by policy,
+as no_baseline), outputs_recorded (the golden file this run wrote).
 """
 
 from dataclasses import dataclass, field, fields
@@ -68,6 +71,11 @@ REASONS: Dict[str, Optional[str]] = {
     "env_mismatch": None,
     "cannot_check": "error",
     "recorded": "recorded",
+    "outputs_match": "pass",
+    "outputs_differ": "fail",
+    "outputs_unchecked": "skip",
+    "outputs_no_reference": None,
+    "outputs_recorded": "recorded",
 }
 
 
@@ -142,6 +150,8 @@ class Verdict:
     previous: Optional[str] = None
     measurement: str = ""
     test: str = ""
+    #: an output check's numbers (``gate.outputs.OutputCheck.to_dict``); empty for a bound
+    outputs: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:

@@ -131,6 +131,8 @@ def baseline_line(v: V.Verdict) -> str:
 def why_not_compared(v: V.Verdict) -> str:
     """Why a relative bound was not compared (no_baseline, env_mismatch): the same words for every
     metric of a test, so reports can say it once."""
+    if v.kind == "outputs":
+        return v.detail
     if v.reason == "env_mismatch":
         return f"baseline not compared, recorded under another environment: {env_diffs(v.env_diffs)}"
     return f"{v.detail}; {RECORD_HINT}"
@@ -138,6 +140,8 @@ def why_not_compared(v: V.Verdict) -> str:
 
 def headline(v: V.Verdict) -> str:
     """The one-line statement of a verdict: what was measured against what, and the decision."""
+    if v.kind == "outputs":
+        return output_lines(v)[0]
     m = v.metric
     value = f"{m} {value_text(m, v.value, v.ci)}{interval(m, v.ci, v.confidence)}"
     reason = v.reason
@@ -175,6 +179,8 @@ def headline(v: V.Verdict) -> str:
 
 def message(v: V.Verdict) -> str:
     """A verdict in full: the headline, then what to do and where the baseline came from."""
+    if v.kind == "outputs":
+        return "\n".join(output_lines(v))
     lines = [headline(v)]
     if v.reason == "cannot_check" and v.detail and "\n" in v.detail:
         lines += ["  " + x.strip() for x in v.detail.splitlines()[1:]]
@@ -204,7 +210,8 @@ def failure_section(result: Any, inconclusive: str = "pass") -> str:
     bad = result.failing(inconclusive)
     lines = []
     for v in bad:
-        lines.append(v.outcome_row.lead + _tag(v) + message(v))
+        lead = "output check failed: " if v.kind == "outputs" else v.outcome_row.lead
+        lines.append(lead + _tag(v) + message(v))
     others = [v for v in result.verdicts if v not in bad]
     if others:
         lines.append("other bounds: " + "; ".join(
@@ -216,6 +223,69 @@ def failure_section(result: Any, inconclusive: str = "pass") -> str:
 def warning(v: V.Verdict) -> str:
     """The pytest warning of a verdict that passes but needs attention (inconclusive)."""
     return f"perf bound inconclusive: {_tag(v)}{message(v)}"
+
+
+# -- output checks -------------------------------------------------------------------------------
+def _g(x: Any) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _at(where: Any) -> str:
+    return "[" + ", ".join(str(i) for i in where) + "]" if where is not None else ""
+
+
+def _cos(x: float) -> str:
+    """A similarity near 1 as its distance from 1 ('1 - 3.1e-07'), where the digits are."""
+    return f"1 - {1 - x:.2g}" if 0 < 1 - x < 1e-4 else f"{x:.6g}"
+
+
+def output_lines(v: V.Verdict) -> List[str]:
+    """An output check (a verdict of kind "outputs", ``gate.outputs``) in lines: which output
+    against what, the decision, then its numbers: the largest errors and where, the share out of
+    tolerance, the cosine similarity, the top-k agreement, the shapes and dtypes."""
+    c = v.outputs or {}
+    name = c.get("name") or v.metric.split(":", 1)[-1]
+    against = v.baseline_file or "the reference"
+    if v.reason == "outputs_unchecked":
+        return [v.detail]
+    if not c:  # recorded or no reference: nothing compared
+        return [v.detail]
+    if c.get("reason"):
+        head = f"{c['reason']} (against {against})"
+    else:
+        verb = "matches" if v.reason == "outputs_match" or (v.previous == "outputs_match") else "differs from"
+        head = f"output {name!r} {verb} {against} ({v.bound})"
+    if v.reason == "outputs_recorded":
+        head = f"golden outputs recorded by this run (the check was {(v.previous or '').replace('_', ' ')}): {head}"
+    lines = [head]
+    if c.get("max_abs") is not None:
+        size, bad = c.get("size") or 0, c.get("mismatched") or 0
+        share = f"{bad} of {size} elements ({bad / size * 100:.3g}%) out of tolerance" if size else ""
+        lines.append(f"  {share}; max abs error {_g(c['max_abs'])} at {_at(c.get('where_abs'))} "
+                     f"({_g(c.get('actual_at'))} vs {_g(c.get('reference_at'))}); "
+                     f"max rel error {_g(c.get('max_rel'))} at {_at(c.get('where_rel'))}; "
+                     f"mean abs error {_g(c.get('mean_abs'))}")
+        tol = c.get("tolerance") or {}
+        cos = f"cosine similarity {_cos(c['cosine'])}" if c.get("cosine") is not None else ""
+        if cos and tol.get("cosine") is not None:
+            cos += f" (least {tol['cosine']:g})"
+        topk = ""
+        if c.get("topk") is not None and tol.get("topk"):
+            k, least = tol["topk"]
+            topk = f"top-{k} agreement {c['topk'] * 100:.3g}% (least {least * 100:g}%)"
+        extra = "; ".join(x for x in (cos, topk) if x)
+        if extra:
+            lines.append("  " + extra)
+        specials = [f"{what} {n} in the output, {m} in the reference"
+                    for what, (n, m) in (("NaN", c.get("nan") or (0, 0)), ("inf", c.get("inf") or (0, 0))) if n or m]
+        if specials:
+            lines.append("  " + "; ".join(specials))
+        if c.get("failed"):
+            lines.append(f"  out of tolerance: {', '.join(c['failed'])}")
+    shape = tuple(c.get("shape") or ())
+    if c.get("shape") is not None and not c.get("reason"):
+        lines.append(f"  shape {shape} {c.get('dtype')}, as the reference")
+    return lines
 
 
 # -- the session's baselines -------------------------------------------------------------------

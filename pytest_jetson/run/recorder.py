@@ -8,6 +8,7 @@ from ..metrics import METRICS
 from . import max_rate as rate_search
 from .harness import measure
 from .measurement import Measurement
+from .outputs import OutputsRecord, check_unique, prepare
 
 
 def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
@@ -36,6 +37,10 @@ class Recorder:
         #: ``extension(index)``: the ``extend`` callback of the index-th measurement (None: the
         #: measurement is not extended). The plugin sets it for tests with relative bounds.
         self.extension = extension
+        #: ``perf.check_outputs`` calls, judged by the gate after the body (``gate.outputs``)
+        self.output_checks: List[OutputsRecord] = []
+        #: ``golden(name) -> Path``: where this test's golden outputs live (the plugin sets it)
+        self.golden: Optional[Callable[[str], Any]] = None
 
     def record(self, measurement: Measurement) -> Measurement:
         if not isinstance(measurement, Measurement):
@@ -113,6 +118,28 @@ class Recorder:
         m.extra.update(max_rate=found.rate, max_rate_peak=found.peak,
                        max_rate_probes=[p.to_dict() for p in found.probes])
         return m
+
+    def check_outputs(self, engine_or_outputs: Any, inputs: Any = None, reference: Any = "onnxruntime",
+                      atol: Optional[float] = None, rtol: Optional[float] = None,
+                      cosine: Optional[float] = None, topk: Any = None, tolerances: Any = None,
+                      name: Optional[str] = None, model: Any = None,
+                      precision: Optional[str] = None) -> OutputsRecord:
+        """Check outputs against a reference; the gate judges them after the test body, beside
+        the perf bounds, and a mismatch fails the test (``run.outputs``, ``gate.outputs``).
+
+        ``engine_or_outputs``: an engine (run here on ``inputs``: given, replayed from the
+        golden file, or made from the session's seed) or outputs by name. ``reference``:
+        ``"onnxruntime"`` (the engine's ONNX on the CPU; ``model=`` for outputs),
+        ``"golden"`` (recorded with ``--jetson-update-baselines``) or ``{name: array}``.
+        ``atol``/``rtol``/``cosine``/``topk=(k, share)``: for every output (default: the
+        precision's, ``run.outputs.DEFAULT_TOLERANCES``); ``tolerances={name: {...}}`` per
+        output. On the simulated device nothing is run and the check is reported skipped."""
+        check_unique(self.output_checks, name or "")
+        record = prepare(self.context, engine_or_outputs, inputs=inputs, reference=reference,
+                         name=name or "", golden=self.golden, model=model, precision=precision,
+                         atol=atol, rtol=rtol, cosine=cosine, topk=topk, tolerances=tolerances)
+        self.output_checks.append(record)
+        return record
 
     @property
     def last(self) -> Measurement:
