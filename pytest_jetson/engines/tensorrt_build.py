@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EngineError, ModelError
 from ..fileio import write_atomic
+from .base import given_shape
 from .dla_log import names_in, placement_counts
 
 #: trtexec's --workspace default before TensorRT 8.3 (samples/common/sampleOptions.h at 8.2.1:
@@ -175,25 +176,7 @@ def _resolution_hw(resolution: Any) -> Optional[Tuple[int, int]]:
 
 def explicit_shape(name: str, input_name: str, rank: int, batch: int, input_shape: Any) -> Optional[List[int]]:
     """The user's ``input_shape=`` for one input, as a full shape (batch first), or None."""
-    if input_shape is None:
-        return None
-    if isinstance(input_shape, dict):
-        shape = input_shape.get(input_name)
-        if shape is None:
-            return None
-    else:
-        shape = input_shape
-    dims = [int(d) for d in shape]
-    if len(dims) == rank - 1:
-        dims = [batch] + dims
-    if len(dims) != rank:
-        raise EngineError(f"{name}: input_shape={tuple(shape)} has {len(dims)} dimensions, input "
-                          f"{input_name!r} has {rank}; give its shape with or without the batch "
-                          "dimension, e.g. input_shape=(3, 640, 640)")
-    if dims[0] != batch:
-        raise EngineError(f"{name}: input_shape={tuple(shape)} says batch {dims[0]} but the engine "
-                          f"is opened with batch={batch}; leave the batch out of input_shape")
-    return dims
+    return given_shape(name, input_name, rank, batch, input_shape)
 
 
 def profile_shapes(name: str, input_name: str, dims: Sequence[int], batch: int, dla: bool,
