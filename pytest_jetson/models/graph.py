@@ -401,7 +401,7 @@ def _batched_input(vi, batch: int, where: str, given: Shape | None = None):
         shape.dim[axis].Clear()
         shape.dim[axis].dim_value = size
     if missing:
-        example = ", ".join("H" if a == len(dims) - 2 else "W" if a == len(dims) - 1 else "N"
+        example = ", ".join("H" if a == len(dims) - 2 else "W" if a == len(dims) - 1 else "C"
                             for a in range(1, len(dims)))
         raise ModelError(f"{where}: input {vi.name!r} has dynamic dimension(s) {', '.join(map(str, missing))} "
                          f"besides the batch ({_shown(dims)}); give its size: input_shape=({example}) "

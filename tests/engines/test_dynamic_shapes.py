@@ -136,7 +136,7 @@ def test_onnxruntime_dynamic_model_runs_real_outputs_at_each_calls_size(det):
     assert engine.inputs[0].shape == FRAME and engine.outputs[0].shape == (1, 1, 480, 640)
     assert engine.infer()["y"].shape == (1, 1, 480, 640)  # infer() runs at input_shape
     rng = np.random.default_rng(1)
-    for shape in [(1, 3, 48, 320), (2, 3, 64, 96), FRAME]:
+    for shape in [(1, 3, 48, 320), (1, 3, 64, 96), FRAME]:
         x = rng.standard_normal(shape).astype(np.float32)
         y = engine(x)["y"]
         assert y.shape == (shape[0], 1) + shape[2:]
