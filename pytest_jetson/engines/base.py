@@ -435,7 +435,16 @@ def device_array(value: Any, spec: Optional[TensorSpec] = None) -> Optional[Devi
 def given_shape(where: str, input_name: str, rank: int, batch: int, input_shape: Any) -> Optional[List[int]]:
     """The user's ``input_shape=`` for one input as a full shape (batch first), or None when it
     does not name this input. ``input_shape``: one shape for every input, or a dict by input
-    name; each with or without the batch dimension."""
+    name; each with or without the batch dimension, or a (smallest, usual, largest) triple of
+    shapes (a TensorRT profile's range; this is the usual one)."""
+    got = given_profile(where, input_name, rank, batch, input_shape)
+    return None if got is None else got[1]
+
+
+def given_profile(where: str, input_name: str, rank: int, batch: int, input_shape: Any
+                  ) -> Optional[Tuple[List[int], List[int], List[int]]]:
+    """``input_shape=`` for one input as (smallest, usual, largest) full shapes; all three the same
+    for a single shape; None when it does not name this input."""
     if input_shape is None:
         return None
     if isinstance(input_shape, Mapping):
@@ -444,6 +453,18 @@ def given_shape(where: str, input_name: str, rank: int, batch: int, input_shape:
             return None
     else:
         shape = input_shape
+    if isinstance(shape, (list, tuple)) and len(shape) == 3 and all(isinstance(x, (list, tuple)) for x in shape):
+        lo, opt, hi = (_one_shape(where, input_name, rank, batch, x, input_shape) for x in shape)
+        if not all(a <= b <= c for a, b, c in zip(lo, opt, hi)):
+            raise EngineError(f"{where}: input_shape for {input_name!r} gives the range {tuple(lo[1:])}, "
+                              f"{tuple(opt[1:])}, {tuple(hi[1:])}; give (smallest, usual, largest) with "
+                              "each dimension growing from one to the next")
+        return lo, opt, hi
+    one = _one_shape(where, input_name, rank, batch, shape, input_shape)
+    return one, one, one
+
+
+def _one_shape(where: str, input_name: str, rank: int, batch: int, shape: Any, input_shape: Any) -> List[int]:
     try:
         dims = [int(d) for d in shape]
     except (TypeError, ValueError):
