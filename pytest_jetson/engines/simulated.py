@@ -13,6 +13,7 @@ the one way the simulated telemetry source learns what runs), so that source rea
 under that load, however the engine is driven.
 """
 
+import warnings
 import zlib
 from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
 
@@ -43,6 +44,10 @@ from .base import (
 
 #: Noise is drawn this many iterations at a time (one numpy call instead of one per infer).
 NOISE_CHUNK = 2048
+
+
+class OutputShapeWarning(UserWarning):
+    """The simulator could not size an output at the input size given (it returns a placeholder)."""
 
 
 def _hw(resolution: Any) -> Tuple[int, int]:
@@ -113,6 +118,7 @@ class SimulatedEngine(Engine):
         self._iters: Dict[Hashable, Iterator[float]] = {}
         self._outputs: Dict[Hashable, Dict[str, np.ndarray]] = {}
         self._shape_outputs: Dict[Any, List[TensorSpec]] = {}
+        self._warned_unsized = False
         #: the file's dynamic input sizes the engine was opened at (a ``workload.file_shapes`` key)
         self._shapes: Any = None
         self._path: Any = None
@@ -167,12 +173,23 @@ class SimulatedEngine(Engine):
             return specs
         stats = workload.file_stats(self._path, shapes)
         specs = []
+        unsized = []
         for spec, shape in zip(self.outputs, stats.output_shapes):
             full = tuple(int(d) for d in shape) if shape and all(isinstance(d, int) and d > 0 for d in shape) \
                 else None
-            specs.append(spec if full is None or len(full) != len(spec.shape)
-                         else TensorSpec(spec.name, (self.batch,) + full[1:], spec.dtype))
+            if full is None or len(full) != len(spec.shape):
+                specs.append(spec)
+                unsized.append(spec.name)
+            else:
+                specs.append(TensorSpec(spec.name, (self.batch,) + full[1:], spec.dtype))
         self._shape_outputs[shapes] = specs
+        if unsized and not self._warned_unsized:
+            self._warned_unsized = True
+            warnings.warn(f"{self.name}: ONNX shape inference cannot size output(s) {', '.join(map(repr, unsized))} "
+                          f"at the input size given; the simulated engine returns them at "
+                          f"{', '.join(str(s.shape) for s in specs if s.name in unsized)} (its outputs are "
+                          "zeros in any case: compare outputs on the onnxruntime or tensorrt backend)",
+                          OutputShapeWarning, stacklevel=4)
         return specs
 
     def _infer_outputs(self, batch: int) -> Dict[str, np.ndarray]:

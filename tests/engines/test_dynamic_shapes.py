@@ -3,13 +3,16 @@ exported with dynamic height and width) opened with ``input_shape=``: on the sim
 per shape) and on real onnxruntime (outputs computed at each call's size)."""
 
 import numpy as np
+import onnx
 import pytest
 from fakes.onnx_models import seg_onnx, tiny_onnx
+from onnx import TensorProto, helper
 
 from pytest_jetson import sim
 from pytest_jetson.clock import SimClock
 from pytest_jetson.devices.device import simulated
 from pytest_jetson.engines import open_engine
+from pytest_jetson.engines.simulated import OutputShapeWarning
 from pytest_jetson.errors import EngineError
 
 ORIN_NANO = simulated("orin-nano")
@@ -149,3 +152,17 @@ def test_onnxruntime_refuses_arrays_on_the_gpu_naming_the_fix(det):
     with pytest.raises(EngineError, match=r"input 'x' is an array on the GPU \(FakeCupy\); the onnxruntime "
                                           r"backend runs on the host: pass a numpy array \(CuPy: x.get\(\)"):
         engine(FakeCupy(FRAME))
+
+
+def test_an_output_shape_inference_cannot_size_is_said_not_guessed_silently(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, "height", "width"])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [4, "n"])  # NonZero: sized by the values
+    graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "nz", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "nz.onnx"
+    onnx.save(model, str(path))
+    with pytest.warns(OutputShapeWarning, match=r"nz-fp16-b1: ONNX shape inference cannot size output\(s\) 'y' "
+                                                r"at the input size given; the simulated engine returns them at"):
+        engine = _sim(path, input_shape=(3, 8, 8))
+    assert "y" in engine(np.zeros((1, 3, 8, 8), np.float32))
