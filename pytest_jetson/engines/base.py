@@ -176,9 +176,11 @@ class Engine:
             raise EngineError(f"{self.name}: no inputs given; the engine takes "
                               f"{', '.join(_shown_spec(s, self.input_ranges.get(s.name)) for s in self.input_specs)} "
                               "(engine.infer() runs on inputs it makes itself)")
-        if outputs not in ("host", "device"):
-            raise EngineError(f"{self.name}: outputs={outputs!r} is not 'host' (numpy arrays) or "
-                              "'device' (the engine's device buffers)")
+        if not isinstance(outputs, str) or outputs not in ("host", "device"):
+            shown = outputs if isinstance(outputs, str) else type(outputs).__name__
+            raise EngineError(f"{self.name}: outputs={shown!r} is not 'host' (numpy arrays) or "
+                              "'device' (the engine's device buffers); an input named 'outputs' "
+                              "goes in a dict: engine({'outputs': x})")
         feeds, batch = self._feeds(named if inputs is None else inputs)
         if outputs == "device":
             return self._run_on_device(feeds, batch)

@@ -6,12 +6,15 @@ import numpy as np
 import onnx
 import pytest
 from fakes.onnx_models import seg_onnx, tiny_onnx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from pytest_jetson import sim
 from pytest_jetson.clock import SimClock
 from pytest_jetson.devices.device import simulated
 from pytest_jetson.engines import open_engine
+from pytest_jetson.engines.base import device_array
 from pytest_jetson.engines.simulated import OutputShapeWarning
 from pytest_jetson.errors import EngineError
 
@@ -38,7 +41,8 @@ class FakeCupy:
 
     def __init__(self, shape, dtype=np.float32, ptr=0x7F0000, strides=None):
         self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": np.dtype(dtype).str,
-                                         "data": (ptr, False), "strides": strides, "version": 3}
+                                         "data": (ptr, False), "strides": None if strides is None else tuple(strides),
+                                         "version": 3}
 
 
 @pytest.mark.parametrize("form", ["array", "list", "dict", "keyword"])
@@ -166,3 +170,15 @@ def test_an_output_shape_inference_cannot_size_is_said_not_guessed_silently(tmp_
                                                 r"at the input size given; the simulated engine returns them at"):
         engine = _sim(path, input_shape=(3, 8, 8))
     assert "y" in engine(np.zeros((1, 3, 8, 8), np.float32))
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=4), perm_seed=st.integers(0, 1000),
+       step=st.integers(1, 2))
+def test_an_array_on_the_gpu_is_contiguous_exactly_when_numpy_would_say_so(shape, perm_seed, step):
+    """What TensorRT can read from a caller's pointer: dense C order (size-1 axes stride anyhow)."""
+    a = np.zeros([d * step for d in shape], np.float32)[tuple(slice(None, None, step) for _ in shape)]
+    a = a.transpose(np.random.default_rng(perm_seed).permutation(len(shape)))
+    seen = device_array(FakeCupy(a.shape, strides=a.strides))
+    assert seen.contiguous == a.flags.c_contiguous
+    assert device_array(FakeCupy(a.shape)).contiguous  # strides None: C order by the interface's rule
