@@ -49,6 +49,8 @@ INSTALL_HINT = (
     "or onnxruntime"
 )
 DLA_PRECISIONS = tb.DLA_PRECISIONS
+#: Alignment TensorRT requires of a tensor's address (NvInferRuntime.h, setTensorAddress)
+ALIGNMENT = 256
 #: The optimization profile an execution context starts on, and the one every engine runs
 PROFILE = 0
 
@@ -505,6 +507,11 @@ class TensorRTEngine(Engine):
                               "(CuPy: cupy.ascontiguousarray(x); PyTorch: x.contiguous())")
         if arr.ptr == 0:
             raise EngineError(f"{where} has a null device pointer (freed, or an empty array)")
+        if arr.ptr % ALIGNMENT:
+            # NvInferRuntime.h, setTensorAddress: "The pointer must have at least 256-byte alignment."
+            raise EngineError(f"{where} starts at {arr.ptr:#x}, not on a {ALIGNMENT}-byte boundary as "
+                              "TensorRT requires (a slice into a larger array?): pass a fresh contiguous "
+                              "copy (CuPy: x.copy(); PyTorch: x.clone())")
         device = _device_index(arr.obj)
         if device is not None and device != 0:
             raise EngineError(f"{where} is on CUDA device {device}; the engine runs on device 0 "

@@ -154,6 +154,8 @@ def test_arrays_on_the_gpu_that_tensorrt_cannot_read_are_refused_naming_the_fix(
         engine(CudaArray(x, ptr, device=1))
     with pytest.raises(EngineError, match="has a null device pointer"):
         engine(CudaArray(x, 0))
+    with pytest.raises(EngineError, match=r"starts at 0x[0-9a-f]+, not on a 256-byte boundary as TensorRT requires"):
+        engine(CudaArray(x, ptr + 64))
     with pytest.raises(EngineError, match=r"input 'x' is float16; the engine takes float32"):
         engine(CudaArray(x.astype(np.float16), ptr))
     np.testing.assert_array_equal(engine(CudaArray(x, ptr, strides=(49152, 16384, 256, 4)))["y"], 0)  # C order
