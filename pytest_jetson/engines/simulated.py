@@ -13,6 +13,7 @@ the one way the simulated telemetry source learns what runs), so that source rea
 under that load, however the engine is driven.
 """
 
+import time
 import warnings
 import zlib
 from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
@@ -119,6 +120,10 @@ class SimulatedEngine(Engine):
         self._outputs: Dict[Hashable, Dict[str, np.ndarray]] = {}
         self._shape_outputs: Dict[Any, List[TensorSpec]] = {}
         self._warned_unsized = False
+        #: host seconds spent inside ``engine(x)`` calls pricing sizes and making outputs: the
+        #: simulator's own work, not the board's (a function measured around these calls
+        #: subtracts it from the host time it scales to the board)
+        self.host_time_s = 0.0
         #: the file's dynamic input sizes the engine was opened at (a ``workload.file_shapes`` key)
         self._shapes: Any = None
         self._path: Any = None
@@ -282,6 +287,7 @@ class SimulatedEngine(Engine):
     device_inputs = True
 
     def _run(self, feeds: Dict[str, Any], batch: int) -> Dict[str, np.ndarray]:
+        t0 = time.perf_counter()
         key: Hashable = batch
         outputs = self.outputs
         if self._input_ranges:
@@ -289,10 +295,12 @@ class SimulatedEngine(Engine):
                                   for name in self._input_ranges))
             if shapes != self._shapes:
                 key = (batch, shapes)
-                outputs = self._outputs_at(shapes)
+                outputs = self._outputs_at(shapes)  # a new size: its graph analysed once (~0.1 s)
         self._tick(key)  # type: ignore[arg-type]
         # fresh arrays: a pipeline may write into what it was given
-        return {s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in outputs}
+        out = {s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in outputs}
+        self.host_time_s += time.perf_counter() - t0
+        return out
 
     def measurement_extra(self, batch: int) -> Dict[str, Any]:
         return {"prediction": self._predict(batch).to_dict()}

@@ -182,3 +182,17 @@ def test_an_array_on_the_gpu_is_contiguous_exactly_when_numpy_would_say_so(shape
     seen = device_array(FakeCupy(a.shape, strides=a.strides))
     assert seen.contiguous == a.flags.c_contiguous
     assert device_array(FakeCupy(a.shape)).contiguous  # strides None: C order by the interface's rule
+
+
+def test_the_simulators_own_host_time_in_calls_is_counted_apart(det):
+    engine = _sim(det, input_shape=(3, 64, 64))
+    assert engine.host_time_s == 0.0
+    before = engine.clock.now()
+    engine(np.zeros((1, 3, 64, 64), np.float32))
+    first = engine.host_time_s
+    engine(np.zeros((1, 3, 96, 128), np.float32))  # a new size: analysed and priced in the call
+    assert engine.host_time_s > first > 0
+    counted = engine.host_time_s
+    engine.infer()  # the harness's path: nothing to price, nothing counted
+    assert engine.host_time_s == counted
+    assert engine.clock.now() > before  # the board's time went on the virtual clock, apart
