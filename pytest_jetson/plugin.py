@@ -701,10 +701,12 @@ class PerfSession:
         tr = terminalreporter
         table = []
         if self.results or self.counts.tests:
-            from .report import terminal
+            from .report import render, terminal
 
             table = terminal.summary(self.results, self.counts, title=self.ctx.describe(),
                                      width=tr._tw.fullwidth, show=self.ctx.settings.table)
+            if table:
+                table += render.workload_notes(self.results)
         if table or self.lines:
             tr.write_sep("-", "pytest-jetson perf gate")
             for line in table + self.lines:

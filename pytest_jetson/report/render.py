@@ -7,7 +7,7 @@ direction (``metrics.METRICS[...].worse``), never a bare signed number.
 """
 
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
 from ..metrics import METRICS, format_percent, format_value
@@ -221,6 +221,24 @@ def workload_advice(v: V.Verdict) -> str:
                 f"--jetson-update-baselines")
     return (f"  what runs changed since the baseline ({what}); the baseline keeps the old workload "
             f"until --jetson-update-baselines stores the new one")
+
+
+def workload_notes(results: Sequence[Any]) -> List[str]:
+    """The workload changes a session compared across, once per change: a change that passes is
+    said too, since its baseline still holds the old workload."""
+    by_change: Dict[str, List[str]] = {}
+    for r in results:
+        for v in r.verdicts:
+            if v.workload_diffs and v.reason not in ("env_mismatch", "recorded"):
+                tests = by_change.setdefault(workload_change(v.workload_diffs), [])
+                if r.nodeid not in tests:
+                    tests.append(r.nodeid)
+    lines = []
+    for change, tests in by_change.items():
+        where = tests[0] if len(tests) == 1 else f"{len(tests)} tests"
+        lines.append(f"what runs changed since the baseline: {change} in {where} (compared across the "
+                     f"change; --jetson-update-baselines stores the new workload's baseline)")
+    return lines
 
 
 def _tag(v: V.Verdict) -> str:

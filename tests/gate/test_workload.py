@@ -16,7 +16,7 @@ from pytest_jetson.gate.scope import applies
 from pytest_jetson.gate.sequential import Design
 from pytest_jetson.gate.session import TestResult
 from pytest_jetson.report import terminal
-from pytest_jetson.report.render import message
+from pytest_jetson.report.render import message, workload_notes
 from pytest_jetson.run.measurement import Measurement
 from pytest_jetson.telemetry.summary import TelemetrySummary
 
@@ -240,3 +240,19 @@ def test_skipped_bounds_are_said_once_per_metric_in_the_summary():
         "skipped 3 bounds of 3 tests: power_peak not measured on backend onnxruntime: the host has no "
         "power sensor (telemetry source 'host' reads none)",
     ]
+
+
+def test_a_workload_change_that_passes_is_said_once_too():
+    ref = ref_of(measurement(seed=1, batch=8))
+    results = []
+    for i in range(2):
+        r = TestResult(nodeid=f"test_x.py::test_{i}")
+        r.verdicts = [check("5%", measurement(seed=2, batch=16), ref),
+                      check("5%", measurement(seed=2, batch=16), ref, metric="latency_p99")]
+        results.append(r)
+    assert {v.outcome for r in results for v in r.verdicts} == {"pass"}
+    assert workload_notes(results) == [
+        "what runs changed since the baseline: batch 8 -> 16 in 2 tests (compared across the change; "
+        "--jetson-update-baselines stores the new workload's baseline)"]
+    assert workload_notes(results[:1])[0].startswith("what runs changed since the baseline: batch 8 -> 16 "
+                                                     "in test_x.py::test_0 (")

@@ -84,9 +84,14 @@ def test_fp16_turned_fp32_fails_with_the_default_flags_naming_the_change(suite, 
     assert all(v["message"].startswith("precision fp16 -> fp32: ") for v in verdicts)
     assert "precision fp16 -> fp32: throughput" in (suite.path / "r.md").read_text()
 
+    assert ("what runs changed since the baseline: precision fp16 -> fp32 in test_suite.py::test_detector "
+            "(compared across the change; --jetson-update-baselines stores the new workload's baseline)"
+            ) in out
+
     r = run(suite, "--jetson-update-baselines")
     r.assert_outcomes(passed=1)
     r.stdout.fnmatch_lines(["*baselines: wrote 1 entry to baselines/orin-nano-8gb/test_suite.py.json*"])
+    assert "what runs changed" not in r.stdout.str().split("perf gate")[1]
     entry = json.loads(path.read_text())["entries"]["test_suite.py::test_detector"]
     assert entry["fingerprint"]["precision"] == "fp32" and entry["fingerprint"]["resolution"] == "224x224"
     run(suite).assert_outcomes(passed=1)
