@@ -547,8 +547,14 @@ class PerfSession:
     # -- the family of comparisons ---------------------------------------------------------------
     def pytest_collection_finish(self, session):
         """Count the session's relative comparisons once the selection is final: the gate divides
-        its error rate among them (on each xdist worker too: each collects the whole suite)."""
-        n = sum(1 for item in session.items for b in item.stash.get(BOUNDS_KEY, []) if b.relative)
+        its error rate among them (on each xdist worker too: each collects the whole suite). A
+        bound limited to other devices or backends is never compared here, so it is not counted."""
+        marked = [item.stash[BOUNDS_KEY] for item in session.items if BOUNDS_KEY in item.stash]
+        if not any(b.relative for bounds in marked for b in bounds):
+            return
+        from .gate.family import family_size
+
+        n = family_size(marked, device=self.ctx.fingerprint().get("device"), backend=self.ctx.backend)
         if n:
             self.gate().plan(n, budget=self.ctx.settings.budget)
 
@@ -727,10 +733,12 @@ class PerfSession:
         tr = terminalreporter
         table = []
         if self.results or self.counts.tests:
-            from .report import terminal
+            from .report import render, terminal
 
             table = terminal.summary(self.results, self.counts, title=self.ctx.describe(),
                                      width=tr._tw.fullwidth, show=self.ctx.settings.table)
+            if table:
+                table += render.workload_notes(self.results)
         if table or self.lines:
             tr.write_sep("-", "pytest-jetson perf gate")
             for line in table + self.lines:

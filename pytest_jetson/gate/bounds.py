@@ -48,6 +48,9 @@ class Bound:
     unit: Optional[str] = None
     tolerance: Optional[float] = None
     where: str = ""
+    #: the device profile ids and engine backends it applies on (empty: all)
+    devices: Tuple[str, ...] = ()
+    backends: Tuple[str, ...] = ()
 
     @property
     def relative(self) -> bool:

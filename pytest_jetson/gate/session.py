@@ -332,7 +332,7 @@ class GateSession:
             lines += noisier_than_assumed(excess_spread(rows))
         if self.family is not None:
             made = sum(1 for r in self.results for v in r.verdicts
-                       if v.kind == "relative" and v.reason not in ("no_baseline", "cannot_check"))
+                       if v.kind == "relative" and v.reason not in _verdict.NOT_COMPARED)
             self.family.made = made
             if self.family.overrun:
                 lines.append(self.family.overrun)

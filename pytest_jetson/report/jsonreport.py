@@ -30,7 +30,7 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
           "verdicts": [<gate.verdict.Verdict.to_dict()>: {"test", "measurement", "metric",
                         "outcome", "reason", "kind", "bound", "comparator", "threshold",
                         "tolerance", "value", "ci", "confidence", "baseline", "change", "worse",
-                        "worse_ci", "p_value", "basis", "env_diffs", "env_ignored",
+                        "worse_ci", "p_value", "basis", "env_diffs", "env_ignored", "workload_diffs",
                         "baseline_file", "baseline_recorded", "baseline_env", "detail",
                         "previous", "outputs": <an output check's numbers (kind "outputs",
                         gate.outputs.OutputCheck.to_dict), else {}>} + {"message": <report.render.message>}],

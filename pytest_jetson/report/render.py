@@ -7,7 +7,7 @@ direction (``metrics.METRICS[...].worse``), never a bare signed number.
 """
 
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
 from ..metrics import METRICS, format_percent, format_value
@@ -115,6 +115,11 @@ def env_diffs(diffs: Sequence[Sequence[Any]]) -> str:
     return "; ".join(f"{k}: {_fmt_env(k, a)} (baseline) vs {_fmt_env(k, b)} (now)" for k, a, b in diffs)
 
 
+def workload_change(diffs: Sequence[Sequence[Any]]) -> str:
+    """What runs that changed since the baseline: 'precision fp16 -> fp32, batch 1 -> 8'."""
+    return ", ".join(f"{k} {_fmt_env(k, a)} -> {_fmt_env(k, b)}" for k, a, b in diffs)
+
+
 def baseline_line(v: V.Verdict) -> str:
     if not v.baseline_file:
         return ""
@@ -129,12 +134,18 @@ def baseline_line(v: V.Verdict) -> str:
 
 
 def why_not_compared(v: V.Verdict) -> str:
-    """Why a relative bound was not compared (no_baseline, env_mismatch): the same words for every
-    metric of a test, so reports can say it once."""
+    """Why a bound was not checked (no_baseline, env_mismatch, not_measured, not_applicable): the
+    same words for every bound they hold for (a metric the backend cannot measure is named in
+    them), so reports can say it once."""
     if v.kind == "outputs":
         return v.detail
     if v.reason == "env_mismatch":
-        return f"baseline not compared, recorded under another environment: {env_diffs(v.env_diffs)}"
+        text = f"baseline not compared, recorded under another environment: {env_diffs(v.env_diffs)}"
+        if v.workload_diffs:
+            text += f" (what runs changed too: {workload_change(v.workload_diffs)})"
+        return text
+    if v.reason in ("not_measured", "not_applicable"):
+        return v.detail
     return f"{v.detail}; {RECORD_HINT}"
 
 
@@ -147,6 +158,8 @@ def headline(v: V.Verdict) -> str:
     reason = v.reason
     if reason == "cannot_check":
         return f"{m} {v.bound!r} cannot be checked: {v.detail.splitlines()[0] if v.detail else ''}"
+    if reason in ("not_measured", "not_applicable"):
+        return f"{m} {v.bound!r} not checked: {v.detail}"
     if v.kind == "absolute":
         verb = "meets" if reason == "bound_met" else "violates"
         return f"{value} {verb} the bound {v.comparator} {format_value(m, v.threshold)} ({v.bound!r})"
@@ -172,6 +185,8 @@ def headline(v: V.Verdict) -> str:
     else:
         decided = f"{_p(v.p_value)}, {percent_level(v.confidence or 0)} CI of the change {worse_interval(v.worse_ci)}"
     text = f"{head} ({words} {tol}; {decided})" if words else f"{head} ({tol}; {decided})"
+    if v.workload_diffs:  # the change that explains the figures comes first
+        text = f"{workload_change(v.workload_diffs)}: {text}"
     if reason == "recorded":
         text = f"baseline recorded by this run (the comparison was {shown.replace('_', ' ')}): {text}"
     return text
@@ -191,6 +206,8 @@ def message(v: V.Verdict) -> str:
     if v.reason == "env_mismatch":
         lines.append("  re-record with --jetson-update-baselines, or compare anyway with "
                      "--jetson-allow-env-mismatch")
+    elif v.workload_diffs and v.reason != "recorded":
+        lines.append(workload_advice(v))
     if v.env_ignored and v.env_diffs:
         lines.append(f"  compared despite environment differences (--jetson-allow-env-mismatch): "
                      f"{env_diffs(v.env_diffs)}")
@@ -198,6 +215,36 @@ def message(v: V.Verdict) -> str:
     if base and v.kind == "relative":
         lines.append("  " + base)
     return "\n".join(lines)
+
+
+def workload_advice(v: V.Verdict) -> str:
+    """What a comparison across a workload change means: the figures are the change's cost, not
+    another environment's; storing the new workload's baseline is a decision."""
+    what = workload_change(v.workload_diffs)
+    if V.fails(v.outcome):
+        return (f"  what runs changed since the baseline ({what}) and the change costs this much: "
+                f"revert it, or, if the cost is accepted, store the new baseline with "
+                f"--jetson-update-baselines")
+    return (f"  what runs changed since the baseline ({what}); the baseline keeps the old workload "
+            f"until --jetson-update-baselines stores the new one")
+
+
+def workload_notes(results: Sequence[Any]) -> List[str]:
+    """The workload changes a session compared across, once per change: a change that passes is
+    said too, since its baseline still holds the old workload."""
+    by_change: Dict[str, List[str]] = {}
+    for r in results:
+        for v in r.verdicts:
+            if v.workload_diffs and v.reason not in ("env_mismatch", "recorded"):
+                tests = by_change.setdefault(workload_change(v.workload_diffs), [])
+                if r.nodeid not in tests:
+                    tests.append(r.nodeid)
+    lines = []
+    for change, tests in by_change.items():
+        where = tests[0] if len(tests) == 1 else f"{len(tests)} tests"
+        lines.append(f"what runs changed since the baseline: {change} in {where} (compared across the "
+                     f"change; --jetson-update-baselines stores the new workload's baseline)")
+    return lines
 
 
 def _tag(v: V.Verdict) -> str:

@@ -1,6 +1,6 @@
 """The ``perf`` recorder: what a test measured, in order, for the gate to check afterwards."""
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..engines.base import as_engine
 from ..errors import ConfigError
@@ -12,19 +12,38 @@ from .outputs import OutputsRecord, check_unique, prepare
 
 
 def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
-    """The fingerprint a baseline must share with this run: device + what the engine runs."""
+    """The fingerprint of this run: the device's (where it runs) and the engine's workload (what
+    runs: model, precision, batch, its input resolution where it has one, accelerator); the
+    gate compares a baseline across a workload change and says it (``gate.checks``)."""
     env: Dict[str, Any] = {}
     if context is not None:
         env.update(context.fingerprint())
     engine = as_engine(engine)
     env.update(precision=engine.precision, batch=engine.batch, backend=engine.backend,
                model=engine.model, accelerator=accelerator_of(engine.dla_core))
+    resolution = resolution_of(getattr(engine, "inputs", None) or [])
+    if resolution is not None:
+        env["resolution"] = resolution
     return env
 
 
 def accelerator_of(dla_core: Any) -> str:
     """'gpu', or 'dla0' / 'dla1' for an engine on a DLA core (with GPU fallback)."""
     return "gpu" if dla_core is None else f"dla{int(dla_core)}"
+
+
+def resolution_of(inputs: Sequence[Any]) -> Optional[str]:
+    """'224x224': height x width of the first image input (batch, channels and height and width
+    in either order, the channels 4 or fewer); None for an engine without one."""
+    for spec in inputs:
+        dims = tuple(getattr(spec, "shape", ()) or ())[1:]
+        if len(dims) != 3 or not all(isinstance(d, int) and d > 0 for d in dims):
+            continue
+        if dims[0] <= 4 < min(dims[1:]):  # NCHW
+            return f"{dims[1]}x{dims[2]}"
+        if dims[2] <= 4 < min(dims[:2]):  # NHWC
+            return f"{dims[0]}x{dims[1]}"
+    return None
 
 
 class Recorder:
