@@ -48,7 +48,7 @@ from .verdict import Verdict, outcome_of
 FINGERPRINT: Dict[str, str] = {
     "device": "environment", "power_mode": "environment", "jetson_clocks": "environment",
     "jetpack": "environment", "tensorrt": "environment", "simulated": "environment",
-    "backend": "environment",
+    "backend": "environment", "fan_profile": "environment",
     "model": "workload", "precision": "workload", "batch": "workload", "resolution": "workload",
     "accelerator": "workload", "processes": "workload",
 }
@@ -56,6 +56,9 @@ ENVIRONMENT_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() i
 WORKLOAD_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "workload")
 #: Every field a baseline is compared on.
 COMPARED_KEYS: Tuple[str, ...] = ENVIRONMENT_KEYS + WORKLOAD_KEYS
+#: Fields a side may not record (a baseline written before the field was read, a board without
+#: nvfancontrol): unknown there, not a difference.
+UNKNOWN_WHEN_ABSENT = frozenset(WORKLOAD_KEYS) | {"fan_profile"}
 
 
 @dataclass
@@ -78,12 +81,13 @@ class BaselineRef:
 def env_differences(current: Dict[str, Any], baseline: Dict[str, Any],
                     keys: Sequence[str] = COMPARED_KEYS) -> List[List[Any]]:
     """The compared fingerprint fields that differ: [field, baseline value, current value]. A
-    workload field that one side does not record is unknown there, not a difference."""
+    workload field (or the fan profile) that one side does not record is unknown there, not a
+    difference."""
     out = []
     for key in keys:
         if key not in baseline and key not in current:
             continue
-        if key in WORKLOAD_KEYS and (baseline.get(key) is None or current.get(key) is None):
+        if key in UNKNOWN_WHEN_ABSENT and (baseline.get(key) is None or current.get(key) is None):
             continue
         a, b = baseline.get(key), current.get(key)
         if a != b:

@@ -256,3 +256,11 @@ def test_a_workload_change_that_passes_is_said_once_too():
         "--jetson-update-baselines stores the new workload's baseline)"]
     assert workload_notes(results[:1])[0].startswith("what runs changed since the baseline: batch 8 -> 16 "
                                                      "in test_x.py::test_0 (")
+
+
+def test_the_fan_profile_is_environment_but_unknown_where_a_side_lacks_it():
+    from pytest_jetson.gate.checks import env_differences
+
+    board = {"device": "orin-nano-8gb", "fan_profile": "cool"}
+    assert env_differences(board, {"device": "orin-nano-8gb"}) == []  # recorded before it was read
+    assert env_differences(board, dict(board, fan_profile="quiet")) == [["fan_profile", "quiet", "cool"]]
