@@ -39,7 +39,7 @@ from .base import (
 )
 from .qdq import has_qdq, qdq_copy
 from .tensorrt_dtypes import numpy_dtype
-from .tensorrt_run import IO_MODES, Binding, DeviceView, ProcessContext, Runner
+from .tensorrt_run import DEFAULT_IO, IO_MODES, Binding, DeviceView, ProcessContext, Runner
 
 INSTALL_HINT = (
     "on a Jetson, TensorRT's Python bindings come with JetPack: `sudo apt install python3-libnvinfer` "
@@ -133,7 +133,7 @@ class TensorRTEngine(Engine):
         try:
             with self._ctx.current():
                 self.board = self._board(device)
-                self.io = io or ("mapped" if self._ctx.integrated else "device")
+                self.io = io or DEFAULT_IO
                 if not self.plan_file:
                     self.precision, note = tb.effective_precision(
                         self.name, self.precision, self.board, dla_core is not None, precision_fallback)

@@ -1,11 +1,16 @@
 """Running a TensorRT engine with pycuda, timed the way trtexec times it (samples/common/
 sampleInference.cpp).
 
-- I/O (``io=``): ``"mapped"`` (the default on an integrated GPU such as every Jetson's) puts inputs
-  and outputs in page-locked host memory mapped into the GPU's address space: zero copies, as an
-  application on unified memory runs. ``"device"`` (the default on a discrete GPU) uses device
-  buffers filled once: no copies in the timed loop (``trtexec --noDataTransfers``). ``"host"`` copies
-  inputs in and outputs out around every inference (trtexec's default on a discrete GPU).
+- I/O (``io=``): ``"device"`` (the default, on every GPU) uses ``cudaMalloc`` buffers filled once:
+  no copies in the timed loop (``trtexec --noDataTransfers``), the memory trtexec's engine reads.
+  ``"mapped"`` puts inputs and outputs in page-locked host memory mapped into the GPU's address
+  space: zero copies, as an application on unified memory runs; but the CUDA for Tegra application
+  note lists pinned memory as uncached on Jetsons without I/O coherency (Nano, TX2: compute
+  capability below 7.2), so kernels reading it run slower there than on device memory, and the
+  figure would measure the memory type as much as the engine. ``"host"`` copies inputs in and
+  outputs out around every inference (trtexec's default host latency). The simulator's default
+  harness (``sim.harness_model``, "plugin") describes this default: no copies, a CUDA graph, two
+  inferences in flight.
 - The timed loop keeps two inferences in flight (trtexec's default ``--exposeDMA`` off): enqueue
   one, then wait for the one before it, so the GPU never idles while the host waits. CUDA events
   around each inference give its latency (first copy or kernel to last) and its GPU compute time
@@ -39,6 +44,8 @@ from .base import DeviceArray
 from .cuda_graphs import Graph, capture, import_cudart
 
 IO_MODES = ("mapped", "device", "host")
+#: what ``io=None`` means, on an integrated GPU as on a discrete one (see the module docstring)
+DEFAULT_IO = "device"
 #: Inferences in flight in the timed loop (trtexec: 1 + overlap, overlap on by default).
 IN_FLIGHT = 2
 
