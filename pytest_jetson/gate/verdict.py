@@ -142,6 +142,8 @@ class Verdict:
     previous: Optional[str] = None
     measurement: str = ""
     test: str = ""
+    #: the stage of the measurement the bound is on (None: the whole measurement)
+    stage: Optional[str] = None
 
     @property
     def failed(self) -> bool:
