@@ -56,10 +56,10 @@ def _why(results: Sequence[Any]) -> List[str]:
     """Each error and each bound that needs a look in full, then the skipped bounds, folded."""
     details = [(r.nodeid, r.error) for r in results if r.error]
     for r in ordered(results):
-        problems = [message(v) for v in shown(r.verdicts)]
-        # where a failing test's time went opens its details, as in its own report
-        opening = where_lines(r) if any(v.failed for v in r.verdicts) else []
-        details += [(r.nodeid, "\n".join(opening + [m])) for m in problems[:1]] + [(r.nodeid, m) for m in problems[1:]]
+        # where a failing test's time went, stage by stage, opens its details, as in its own report
+        if any(v.failed for v in r.verdicts) and getattr(r, "where", None):
+            details.append((r.nodeid, "\n".join(where_lines(r))))
+        details += [(r.nodeid, message(v)) for v in shown(r.verdicts)]
     skipped = skipped_notes(results)
     if not details and not skipped:
         return []

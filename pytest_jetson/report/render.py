@@ -240,7 +240,8 @@ def where_text(w: Any) -> str:
     """Where one measurement's time moved (``gate.attribution.Where``), the stage that explains most
     first: 'postprocess +4.1 ms (+48%) explains 87% of the slowdown of +4.7 ms (+21%); preprocess
     +0.2 ms (+3%); infer -0.0 ms (-0%)'."""
-    unit = _time_unit(max([abs(s.change) for s in w.stages] + [abs(w.change or 0.0)]) or 1e-3)
+    # the unit the whole's time reads in, so a change of 1 ms in a 12 ms pipeline reads "+1.0 ms"
+    unit = _time_unit(max([abs(s.change) for s in w.stages] + [w.baseline or 0.0]) or 1e-3)
     whole = "" if w.change is None else f"{_signed(w.change, unit)}{_signed_pct(w.relative)}"
     parts = []
     for i, s in enumerate(w.stages):
@@ -261,7 +262,7 @@ def where_lines(result: Any, width: int = 100) -> List[str]:
     out: List[str] = []
     for w in getattr(result, "where", None) or []:
         tag = f"[{w.measurement.split('|', 1)[1]}] " if "|" in w.measurement else ""
-        out += textwrap.wrap(f"{tag}by stage (mean time per call against the baseline): {where_text(w)}", width,
+        out += textwrap.wrap(f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)", width,
                              subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
     return out
 
