@@ -7,12 +7,12 @@ OLD and NEW are each a baselines directory or a git revision (read with ``git sh
     pytest-jetson diff main HEAD        # two revisions
     pytest-jetson diff old/baselines baselines
 
-Per test and metric (a stage's metrics as 'stage: metric'): the old and new value, the change in the metric's own terms ("3.2% worse")
-and whether it is significant: the test the store uses to decide whether a re-recording rewrites
-a metric (within-run errors of both, the run-to-run floor, a family-wise level over every metric
-compared), so "significant" means "more than re-recording the same code moves it". Entries only
-on one side are listed. Exit status: 0, or 1 with ``--exit-code`` when a significant change made
-something worse; 2 on unreadable input.
+Per test and metric (a stage's metrics as 'stage: metric'): the old and new value, the change in the
+metric's own terms ("3.2% worse") and whether it is significant: the test the store uses to decide
+whether a re-recording rewrites a metric (within-run errors of both, the run-to-run floor, a
+family-wise level over every metric compared), so "significant" means "more than re-recording the
+same code moves it". Entries only on one side are listed. Exit status: 0, or 1 with ``--exit-code``
+when a significant change made something worse; 2 on unreadable input.
 """
 
 import argparse

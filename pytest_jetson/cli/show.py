@@ -86,9 +86,10 @@ class _Listing:
 
     def _stage_rows(self, e: Dict[str, Any]) -> List[List[str]]:
         """A row per stage of the entry, under it: the stage's figures in the columns it has."""
+        stages = sorted((e.get("stages") or {}).items(), key=lambda kv: natural_key(kv[0]))
         return [["    " + stage + ":", "", ""] + [value_text(m, values.get(m)) if m in values else ""
                                                   for m in self.metrics]
-                for stage, values in sorted((e.get("stages") or {}).items(), key=lambda kv: natural_key(kv[0]))]
+                for stage, values in stages]
 
     def _row(self, e: Dict[str, Any]) -> List[str]:
         key = e["key"].split("::", 1)[-1]

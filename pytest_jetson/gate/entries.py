@@ -141,7 +141,8 @@ def pool_entries(entries: Sequence[Dict[str, Any]], recorded: Optional[str] = No
         out["stages"] = {}
         for stage, part in last["stages"].items():
             recordings = [(e.get("stages") or {}).get(stage) or {} for e in entries]
-            out["stages"][stage] = dict(part, metrics=_pooled_metrics([r.get("metrics") or {} for r in recordings]))
+            pooled = _pooled_metrics([r.get("metrics") or {} for r in recordings])
+            out["stages"][stage] = dict(part, metrics=pooled)
     return out
 
 

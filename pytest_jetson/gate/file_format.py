@@ -157,7 +157,8 @@ def _dump_stages(stages: Dict[str, Any], comma: str) -> List[str]:
             rows = part[f]
             if isinstance(rows, dict) and rows:
                 lines.append(f"          {_dump_value(f)}: {{")
-                lines += [f"            {_dump_value(k)}: {_dump_value(rows[k])}{',' if n < len(rows) - 1 else ''}"
+                last = len(rows) - 1
+                lines += [f"            {_dump_value(k)}: {_dump_value(rows[k])}{',' if n < last else ''}"
                           for n, k in enumerate(sorted(rows))]
                 lines.append(f"          }}{c2}")
             else:

@@ -37,11 +37,14 @@ def _stats(m: Measurement, names: Sequence[str], confidence: float) -> Dict[str,
     return out
 
 
+Part = Tuple[Optional[str], Measurement, Measurement, List[str]]
+
+
 def _parts(old: Measurement, cur: Measurement, wanted: Sequence[str],
-           tolerances: Dict[Tuple[Optional[str], str], Optional[float]]) -> List[Tuple[Optional[str], Measurement, Measurement, List[str]]]:
+           tolerances: Dict[Tuple[Optional[str], str], Optional[float]]) -> List[Part]:
     """(stage, old part, new part, metrics) to compare: the whole, then each stage both have, with
     the wanted metrics a stage has and those the test bounds on it."""
-    out: List[Tuple[Optional[str], Measurement, Measurement, List[str]]] = [(None, old, cur, list(wanted))]
+    out: List[Part] = [(None, old, cur, list(wanted))]
     allowed = stage_metrics()
     for stage in cur.stages:
         if stage in old.stages:

@@ -11,8 +11,8 @@ from .checks import BaselineRef
 from .entries import entry_ref
 from .file_format import read_file
 from .file_update import update_file
-from .merge import metric_count
 from .keys import baseline_path, key_test
+from .merge import metric_count
 
 
 def outside_project(root: Any, project: Any) -> Optional[str]:

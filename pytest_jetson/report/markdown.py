@@ -21,7 +21,8 @@ def _cell(text: Any) -> str:
 def _verdict_line(test: str, v: Any) -> str:
     tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else ""
     row = v.outcome_row
-    return (f"| {test} | {_cell(subject(v))}{_cell(tag)} `{_cell(v.bound)}` | {value_text(v.metric, v.value, v.ci)} | "
+    return (f"| {test} | {_cell(subject(v))}{_cell(tag)} `{_cell(v.bound)}` | "
+            f"{value_text(v.metric, v.value, v.ci)} | "
             f"{value_text(v.metric, v.baseline, v.ci)} | {change_text(v.worse)} | {row.icon} {row.label} |")
 
 

@@ -262,8 +262,9 @@ def where_lines(result: Any, width: int = 100) -> List[str]:
     out: List[str] = []
     for w in getattr(result, "where", None) or []:
         tag = f"[{w.measurement.split('|', 1)[1]}] " if "|" in w.measurement else ""
-        out += textwrap.wrap(f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)", width,
-                             subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+        text = f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)"
+        out += textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False,
+                             break_long_words=False)
     return out
 
 

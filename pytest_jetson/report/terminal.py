@@ -70,7 +70,8 @@ def _measured_rows(measurement: Any) -> List[List[str]]:
         for metric in MEASURED if not prefix else [m for m in MEASURED if m in stage_metrics()]:
             value = part.metric(metric)
             if value is not None:
-                out.append(["  " + prefix + metric, render.value_text(metric, value), "-", "-", "-", "measured"])
+                out.append(["  " + prefix + metric, render.value_text(metric, value), "-", "-", "-",
+                            "measured"])
     return out
 
 

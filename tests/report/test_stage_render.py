@@ -9,7 +9,7 @@ import pytest
 from pytest_jetson.gate.attribution import StageShift, Where
 from pytest_jetson.gate.checks import Verdict
 from pytest_jetson.gate.session import TestResult
-from pytest_jetson.report import junit, jsonreport, markdown, render, terminal
+from pytest_jetson.report import jsonreport, junit, markdown, render, terminal
 from pytest_jetson.report.counts import from_results
 from pytest_jetson.run.measurement import Measurement
 from pytest_jetson.settings import Settings
