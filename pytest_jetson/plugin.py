@@ -422,7 +422,8 @@ def _parse_perf_marks(item):
         return []
     from .gate.bounds import parse_marks
 
-    return parse_marks(marks)
+    backends = item.config.stash.get(BACKENDS_KEY, None)
+    return parse_marks(marks, backends=backends.names() if backends is not None else None)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -70,6 +70,8 @@ class BaselineRef:
     recorded: str = ""
     file: str = ""
     key: str = ""
+    #: the entry's stages (``perf.stage``), each with the metrics of its latencies
+    stages: Dict[str, "BaselineRef"] = field(default_factory=dict)
 
     def environment(self) -> Dict[str, Any]:
         """The fields a reader needs to recognise the baseline (device, mode, precision, batch)."""

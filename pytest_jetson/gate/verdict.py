@@ -167,6 +167,8 @@ class Verdict:
     test: str = ""
     #: an output check's numbers (``gate.outputs.OutputCheck.to_dict``); empty for a bound
     outputs: Dict[str, Any] = field(default_factory=dict)
+    #: the stage of the measurement the bound is on (None: the whole measurement)
+    stage: Optional[str] = None
 
     @property
     def failed(self) -> bool:

@@ -7,12 +7,19 @@ direction (``metrics.METRICS[...].worse``), never a bare signed number.
 """
 
 import math
+import textwrap
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
 from ..metrics import METRICS, format_percent, format_value
 
 RECORD_HINT = "record with --jetson-update-baselines"
+
+
+def subject(v: Any) -> str:
+    """What a verdict's bound is on: ``latency_p99``, or a stage's ``postprocess: latency_mean``."""
+    stage = getattr(v, "stage", None)
+    return f"{stage}: {v.metric}" if stage is not None else v.metric
 
 
 def label(outcome: str) -> str:
@@ -154,18 +161,18 @@ def headline(v: V.Verdict) -> str:
     if v.kind == "outputs":
         return output_lines(v)[0]
     m = v.metric
-    value = f"{m} {value_text(m, v.value, v.ci)}{interval(m, v.ci, v.confidence)}"
+    value = f"{subject(v)} {value_text(m, v.value, v.ci)}{interval(m, v.ci, v.confidence)}"
     reason = v.reason
     if reason == "cannot_check":
-        return f"{m} {v.bound!r} cannot be checked: {v.detail.splitlines()[0] if v.detail else ''}"
+        return f"{subject(v)} {v.bound!r} cannot be checked: {v.detail.splitlines()[0] if v.detail else ''}"
     if reason in ("not_measured", "not_applicable"):
-        return f"{m} {v.bound!r} not checked: {v.detail}"
+        return f"{subject(v)} {v.bound!r} not checked: {v.detail}"
     if v.kind == "absolute":
         verb = "meets" if reason == "bound_met" else "violates"
         return f"{value} {verb} the bound {v.comparator} {format_value(m, v.threshold)} ({v.bound!r})"
     tol = f"tolerance {format_percent(v.tolerance or 0.0)}"
     if reason in ("no_baseline", "env_mismatch"):
-        return f"{m} {v.bound}: {why_not_compared(v)}"
+        return f"{subject(v)} {v.bound}: {why_not_compared(v)}"
     shown = reason if reason != "recorded" else (v.previous or "")
     change = change_text(v.worse)
     against = f"the baseline {value_text(m, v.baseline, v.ci)}"
@@ -252,19 +259,67 @@ def _tag(v: V.Verdict) -> str:
 
 
 def failure_section(result: Any, inconclusive: str = "pass") -> str:
-    """What a failing perf test shows instead of a traceback: each failing verdict in full, then
-    the other bounds in a line."""
+    """What a failing perf test shows instead of a traceback: where its time moved, stage by stage
+    (when it has stages), each failing verdict in full, then the other bounds in a line."""
     bad = result.failing(inconclusive)
-    lines = []
+    lines = where_lines(result)
     for v in bad:
         lead = "output check failed: " if v.kind == "outputs" else v.outcome_row.lead
         lines.append(lead + _tag(v) + message(v))
     others = [v for v in result.verdicts if v not in bad]
     if others:
         lines.append("other bounds: " + "; ".join(
-            f"{_tag(v)}{v.metric} {v.bound!r} {label(v.outcome)}" for v in others))
+            f"{_tag(v)}{subject(v)} {v.bound!r} {label(v.outcome)}" for v in others))
     lines += [f"note: {n}" for n in getattr(result, "notes", None) or []]
     return "\n".join(lines)
+
+
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+
+
+def _time_unit(largest: float) -> Tuple[float, str]:
+    return next(((f, u) for f, u in _TIME_UNITS if abs(largest) >= f), _TIME_UNITS[-1])
+
+
+def _signed(x: float, unit: Tuple[float, str]) -> str:
+    text = f"{abs(x) / unit[0]:.1f}"
+    return f"{'-' if x < 0 else '+'}{text} {unit[1]}"
+
+
+def _signed_pct(x: Optional[float]) -> str:
+    return "" if x is None else f" ({'-' if x < 0 else '+'}{abs(x) * 100:.0f}%)"
+
+
+def where_text(w: Any) -> str:
+    """Where one measurement's time moved (``gate.attribution.Where``), the stage that explains most
+    first: 'postprocess +4.1 ms (+48%) explains 87% of the slowdown of +4.7 ms (+21%); preprocess
+    +0.2 ms (+3%); infer -0.0 ms (-0%)'."""
+    # the unit the whole's time reads in, so a change of 1 ms in a 12 ms pipeline reads "+1.0 ms"
+    unit = _time_unit(max([abs(s.change) for s in w.stages] + [w.baseline or 0.0]) or 1e-3)
+    whole = "" if w.change is None else f"{_signed(w.change, unit)}{_signed_pct(w.relative)}"
+    parts = []
+    for i, s in enumerate(w.stages):
+        part = f"{s.stage} {_signed(s.change, unit)}{_signed_pct(s.relative)}"
+        if i == 0 and s.share is not None and w.change is not None:
+            what = "slowdown" if w.change > 0 else "speed-up"
+            part += f" explains {s.share * 100:.0f}% of the {what} of {whole}"
+            whole = ""
+        parts.append(part)
+    if whole:
+        parts.append(f"mean latency {whole}")
+    return "; ".join(parts)
+
+
+def where_lines(result: Any, width: int = 100) -> List[str]:
+    """The opening of a failing test's report: per measurement with stages, the stages ordered by
+    how much of the change in mean latency they explain, wrapped at ``width``."""
+    out: List[str] = []
+    for w in getattr(result, "where", None) or []:
+        tag = f"[{w.measurement.split('|', 1)[1]}] " if "|" in w.measurement else ""
+        text = f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)"
+        out += textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False,
+                             break_long_words=False)
+    return out
 
 
 def warning(v: V.Verdict) -> str:

@@ -39,10 +39,6 @@ def test_limited(trt_engine, perf):
     perf.measure(trt_engine("squeezenet1_1", precision="fp32"), duration="0.3s", warmup="0.05s")
 '''
 
-needs_limits = pytest.mark.skipif(
-    not hasattr(bounds, "LIMITS"), reason="needs the perf mark's devices=/backends= keywords (gate.bounds)")
-
-
 @pytest.fixture
 def suite(pytester, monkeypatch, tmp_path):
     monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path / "empty-root"))
@@ -135,7 +131,6 @@ def test_power_with_telemetry_turned_off_is_an_error_naming_the_fix(suite):
                             "telemetry ran for this measurement*"])
 
 
-@needs_limits
 def test_a_bound_limited_to_the_simulated_backend_is_not_checked_on_the_host(suite):
     pytest.importorskip("onnxruntime")
     suite.makepyfile(test_suite=LIMITED_SUITE)
