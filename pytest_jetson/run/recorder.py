@@ -146,9 +146,10 @@ def _user_frames(tb: Optional[TracebackType]) -> Optional[TracebackType]:
     workload's own), or all of it where that frame is not found."""
     own = {FunctionWorkload.call.__code__, FunctionWorkload._run_back_to_back.__code__,
            FunctionWorkload._run_fed.__code__}
+    found = None
     t = tb
     while t is not None:
         if t.tb_frame.f_code in own and t.tb_next is not None:
-            return t.tb_next
+            found = t.tb_next  # the innermost: the loop calls ``call`` on a virtual clock
         t = t.tb_next
-    return tb
+    return found if found is not None else tb
