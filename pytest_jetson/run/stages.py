@@ -35,10 +35,13 @@ import contextvars
 import functools
 import importlib
 import importlib.util
+import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import ConfigError
 from .gpu_sync import choose
+
+_UNSET = object()
 
 #: The stage log of the measurement running in this context (None: stages do nothing).
 ACTIVE: "contextvars.ContextVar[Optional[StageLog]]" = contextvars.ContextVar("pytest_jetson_stages", default=None)
@@ -78,7 +81,8 @@ class StageLog:
     """The stages of one measurement: time in each during the current call, and per call."""
 
     def __init__(self, clock: Any, board: bool = False) -> None:
-        self.now = clock.now
+        # the wall clock read directly: a stage's own cost is two reads and a little bookkeeping
+        self.now = time.perf_counter if getattr(clock, "kind", None) == "wall" else clock.now
         hosting = getattr(clock, "kind", None) == "virtual" and hasattr(clock, "checkpoint")
         self.checkpoint: Optional[Callable[[], None]] = clock.checkpoint if hosting else None
         self.resume: Optional[Callable[[], None]] = clock.resume if hosting else None
@@ -89,14 +93,17 @@ class StageLog:
         self.rows: List[Tuple[int, Dict[str, float]]] = []
         #: whether a stage was entered since the last ``end_call``
         self.dirty = False
-        self._syncs: Dict[Any, Any] = {}
+        self._default_sync: Any = _UNSET  # chosen on first use: the pipeline may import torch late
         self.nvtx = _nvtx() if self.board else None
 
     def sync_for(self, sync: Any) -> Optional[Callable[[], Any]]:
-        key = sync if (sync is None or isinstance(sync, bool)) else id(sync)
-        if key not in self._syncs:
-            self._syncs[key] = choose(sync, self.board)
-        return self._syncs[key]
+        if sync is None:
+            found = self._default_sync
+            if found is _UNSET or (found is None and self.board):
+                # on a board, looked for until a GPU library is in use (it may start late)
+                found = self._default_sync = choose(None, self.board)
+            return found
+        return choose(sync, self.board)
 
     def enter(self, stage: "Stage") -> None:
         if self.checkpoint is not None:

@@ -195,7 +195,7 @@ def test_a_malformed_cpu_single_core_is_an_error_naming_the_file(tmp_path, block
 def test_the_host_speed_is_measured_once_per_process(monkeypatch):
     monkeypatch.setattr(host_time, "_HOST", {})
     runs = []
-    monkeypatch.setattr(host_time, "measure_host", lambda: runs.append(1) or 0.0254)
+    monkeypatch.setattr(host_time, "measure_host", lambda: runs.append(1) or 2 * host_time.REFERENCE_SECONDS)
     assert host_time.host_score() == pytest.approx(host_time.REFERENCE_SCORE / 2)
     host_time.host_score()
     assert runs == [1]

@@ -263,7 +263,8 @@ def test_on_a_board_a_stage_is_an_nvtx_range(monkeypatch):
     monkeypatch.setattr(stages, "_NVTX", [nvtx])
     clock = SimClock()
     log = StageLog(clock, board=True)
-    log._syncs[None] = None  # no GPU library here
+    log._default_sync = None
+    log.board = False  # no GPU library here
     token = ACTIVE.set(log)
     try:
         with Stage("pre"):
