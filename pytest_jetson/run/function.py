@@ -2,15 +2,16 @@
 
 ``FunctionWorkload`` wraps the function in the Engine contract, so the harness runs it unchanged
 (warm-up, duration / iterations / adaptive stop, the gate's extension, the telemetry window):
-``infer(batch)`` makes exactly one call, and ``timed_run`` is the harness's loop for it.
+``infer(batch)`` makes exactly one call, and ``timed_run`` is the harness's loop for it. A loop
+of its own (arrival rates) calls ``prepare()`` (fetch the next input, outside its timing) and then
+``call()`` (one timed call on it).
 
 * ``items``: items each call processes (the Measurement's batch), a positive integer;
 * ``inputs``: what each call gets as its one argument, cycled. A list, tuple, array (one input
   per first-axis entry) or other re-iterable is read once; an iterator or generator is consumed
   lazily (an endless one never runs out; one that runs out is an error). Each input is fetched
   before the call's clock starts: fetching is not the function's time. Without ``inputs`` the
-  function is called with no argument. ``prepare()`` fetches the next input and ``call(x)``
-  makes one call on it, for loops of their own (arrival rates).
+  function is called with no argument.
 
 Time per call is on the session's clock. On the simulated board (a ``SimClock``) engine calls
 inside the function advance virtual time as they always do, and the function's own host code is
@@ -32,7 +33,8 @@ from ..errors import ConfigError, EngineError
 from .measurement import Measurement
 from .stages import StageLog
 
-_NO_INPUT = object()
+_NO_INPUT = object()  # the function takes no argument
+_PENDING = object()  # call(): the input prepare() readied
 
 
 def check_items(items: Any, name: str) -> int:
@@ -103,6 +105,7 @@ class FunctionWorkload(Engine):
         self.backend = str(backend)  # type: ignore[misc]
         self.clock = clock if clock is not None else WallClock()
         self.inputs_ = None if inputs is None else _Inputs(inputs, self.name)
+        self._pending: Any = _PENDING
         #: board seconds per host second (``run.host_time.HostScale``) on a virtual clock, else None
         self.host_scale = host_scale if getattr(self.clock, "kind", None) == "virtual" else None
         self._host_load = host_load
@@ -121,12 +124,18 @@ class FunctionWorkload(Engine):
 
     # -- one call ---------------------------------------------------------------------------------
     def prepare(self) -> Any:
-        """The next call's input (outside the timed region)."""
-        return _NO_INPUT if self.inputs_ is None else self.inputs_.next()
+        """Fetch the next call's input (outside the timed region): returned, and kept for the
+        next ``call()`` made without one."""
+        self._pending = x = _NO_INPUT if self.inputs_ is None else self.inputs_.next()
+        return x
 
-    def call(self, prepared: Any = _NO_INPUT) -> Any:
-        """One call of the function on ``prepared`` (from ``prepare``), stage times kept; on a
-        virtual clock the host time is measured and added."""
+    def call(self, prepared: Any = _PENDING) -> Any:
+        """One call of the function on ``prepared`` (default: what ``prepare`` readied, fetched
+        now if nothing was), stage times kept; on a virtual clock its host time is measured and
+        added."""
+        if prepared is _PENDING:
+            prepared = self._pending if self._pending is not _PENDING else self.prepare()
+            self._pending = _PENDING
         fn = self.fn
         scale = self.host_scale
         try:
@@ -148,10 +157,10 @@ class FunctionWorkload(Engine):
         return out
 
     def infer(self, batch: Optional[int] = None) -> Any:
-        return self.call(self.prepare())
+        return self.call()
 
     def _infer(self, batch: int) -> Any:
-        return self.call(self.prepare())
+        return self.call()
 
     # -- the harness's loop -----------------------------------------------------------------------
     def timed_run(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
@@ -198,7 +207,8 @@ class FunctionWorkload(Engine):
             return prev
         call, prepare = self.call, self.prepare
         while n != limit_n and prev < limit_t:
-            call(prepare())
+            prepare()
+            call()
             t = now()
             append_lat(t - prev)
             append_end(t)

@@ -192,3 +192,13 @@ def test_the_gates_extension_extends_a_function_measurement():
     m = Recorder(ctx).measure(engine.infer, duration="0.5s", warmup=0, extend=extend)
     assert asked == [1.0, 2.0]
     assert m.duration == pytest.approx(1.0, abs=0.02)
+
+
+def test_a_loop_of_its_own_prepares_then_calls():
+    seen = []
+    w = FunctionWorkload(seen.append, inputs=["a", "b"])
+    assert w.prepare() == "a"
+    w.call()  # the readied input
+    w.call()  # nothing readied: fetched now
+    w.call("z")  # given
+    assert seen == ["a", "b", "z"] and w.calls == 3
