@@ -11,15 +11,17 @@ host. Its host time is converted to the board's CPU::
   published at;
 * ``host_score``: this host's speed on the same scale, measured once per process: a fixed
   reference workload (Python loops, dicts and strings, and small numpy array work, about 20 ms)
-  timed best of ``REPEATS``, against its time on the reference core, whose published score is
+  timed best of ``REPEATS``, against its time on the reference core, whose score is
   ``REFERENCE_SCORE``: ``host_score = REFERENCE_SCORE * REFERENCE_SECONDS / measured``.
 
-Limits, said where the figure is reported (``extra["timing"]``): one number stands for a mix
+The board and reference scores are estimates from per-GHz figures (each profile's
+``cpu.single_core.source`` says which), not single cited results. Limits: one number stands for a mix
 whose parts scale differently between two CPUs (interpreted Python follows branch prediction
 and caches; numpy's kernels follow SIMD width: AVX-512 on the host against NEON on the board;
 large arrays follow memory bandwidth), so a step dominated by one kind can be off by tens of
 percent; multi-threaded steps are counted as one core's work; the host's own noise (a busy CI
-runner) goes into the figure, as it would into a wall-clock measurement.
+runner) goes into the figure, as it would into a wall-clock measurement; waits in the function
+(``time.sleep``, I/O) are host time too, and are scaled like CPU work.
 """
 
 import time

@@ -88,7 +88,7 @@ def test_a_slower_postprocessing_step_reads_as_that_stages_change(suite):
     # host's load moves both alike)
     assert after["infer"] == pytest.approx(before["infer"], rel=0.05)
     moved = (after["postprocess"] / after["preprocess"]) / (before["postprocess"] / before["preprocess"])
-    assert 1.6 < moved < 8.0
+    assert 1.6 < moved < 8.0, (before, after)
 
 
 def test_a_raising_function_fails_with_the_users_traceback_and_records_nothing(suite):
