@@ -12,6 +12,8 @@ and added to virtual time scaled to the board's CPU, at checkpoints: when contro
 simulated engine (its tick calls ``checkpoint`` first and ``resume`` after its own bookkeeping),
 at ``perf.stage`` edges and when the call ends. Virtual time never goes back: a stretch of host
 code is added in place, where it ran, and announced as a CPU load (the GPU idles meanwhile).
+Host timing follows one thread of control: the measured function's (threads it starts run
+alongside, uncounted).
 """
 
 import bisect

@@ -141,3 +141,29 @@ def test_a_stage_nested_under_its_own_name_is_a_clear_error(suite):
     r = run(suite)
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines(["*ConfigError: perf.stage('post') entered while it is already open*"])
+
+
+def test_on_the_host_backend_a_stage_is_wall_clock_time_not_scaled(suite):
+    pytest.importorskip("onnxruntime")
+    suite.makepyfile(test_suite='''
+        import time
+
+        def test_host(trt_engine, perf):
+            engine = trt_engine("squeezenet1_1", precision="fp32")
+
+            def pipeline():
+                with perf.stage("infer"):
+                    engine.infer()
+                with perf.stage("wait"):
+                    time.sleep(0.002)
+
+            m = perf.measure(pipeline, iterations=20, warmup=0)
+            t = m.extra["timing"]
+            print("HOST", m.clock, m.backend, t["host_scale"], t["simulated_s"],
+                  m.stages["wait"].latency_p50 >= 0.002)
+    ''')
+    r = run(suite, "--jetson-backend", "onnxruntime", "--jetson-table", "all")
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["*HOST wall onnxruntime 1.0 0.0 True"])
+    assert "test_suite.py::test_host" in r.stdout.str()  # the table is shown ...
+    assert "per call:" not in r.stdout.str()  # ... without a timing line: nothing simulated, nothing scaled: no timing line

@@ -10,6 +10,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_jetson import clock as clock_module
 from pytest_jetson.context import Context
@@ -204,3 +206,35 @@ def test_the_host_speed_is_measured_once_per_process(monkeypatch):
 def test_the_reference_workload_does_python_and_numpy_work():
     assert np.isfinite(host_time._reference_work())
     assert 0 < host_time.measure_host(repeats=1) < 5.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 0.01), st.integers(0, 2)), min_size=1, max_size=6))
+def test_virtual_time_is_engine_time_plus_scaled_host_time_and_never_goes_back(steps):
+    """Any mix of host stretches and engine calls: each call's latency is its engine time plus
+    its host time times the scale, and the clock's stretches never overlap."""
+    now = [0.0]
+    old = clock_module._perf_counter
+    clock_module._perf_counter = lambda: now[0]
+    host_time._HOST["seconds"] = host_time.REFERENCE_SECONDS
+    try:
+        ctx = _context()
+        engine = _engine(ctx, "mobilenet_v2")
+        lat = engine.prediction.latency
+
+        def pipeline():
+            for host_s, engine_calls in steps:
+                now[0] += host_s
+                for _ in range(engine_calls):
+                    engine.infer()
+
+        m = Recorder(ctx).measure(pipeline, iterations=5, warmup=0)
+    finally:
+        clock_module._perf_counter = old
+        host_time._HOST.clear()
+    scale = m.extra["timing"]["host_scale"]
+    host_s = sum(h for h, _ in steps)
+    calls = sum(c for _, c in steps)
+    assert m.latency_mean == pytest.approx(host_s * scale + calls * lat, rel=0.05, abs=1e-12)
+    loads = ctx.clock.loads
+    assert all(a[1] <= b[0] + 1e-12 and a[0] <= a[1] for a, b in zip(loads, loads[1:]))
