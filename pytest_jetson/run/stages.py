@@ -99,9 +99,10 @@ class StageLog:
     def sync_for(self, sync: Any) -> Optional[Callable[[], Any]]:
         if sync is None:
             found = self._default_sync
-            if found is _UNSET or (found is None and self.board):
-                # on a board, looked for until a GPU library is in use (it may start late)
-                found = self._default_sync = choose(None, self.board)
+            if found is _UNSET:
+                found = choose(None, self.board)
+                # on a board, looked for again until a GPU library is in use (it may start late)
+                self._default_sync = _UNSET if (found is None and self.board) else found
             return found
         return choose(sync, self.board)
 
@@ -123,9 +124,13 @@ class StageLog:
         stage._t0 = self.now()
 
     def exit(self, stage: "Stage", exc: Optional[BaseException]) -> None:
-        sync = self.sync_for(stage.sync)
-        if sync is not None and exc is None:
-            sync()
+        if exc is None:
+            sync = stage.sync
+            sync = self._default_sync if sync is None else sync
+            if sync is not None:  # (a stage's own cost: the common case stays two checks)
+                sync = self.sync_for(stage.sync)
+                if sync is not None:
+                    sync()
         if self.checkpoint is not None:
             self.checkpoint()
         t = self.now()

@@ -287,3 +287,24 @@ def test_the_stage_of_pytest_jetson_is_perf_stage():
     assert isinstance(Recorder().stage("x"), Stage)
     with pytest.raises(ConfigError, match="sync=3"):
         pytest_jetson.stage("x", sync=3)
+
+
+def test_on_a_board_a_gpu_library_imported_late_is_still_synchronised(monkeypatch):
+    for name in ("torch", "cupy", "pycuda.driver", "cuda.bindings.runtime", "cuda.cudart"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    clock = SimClock()
+    rec = Recording(clock)
+    log = StageLog(clock, board=True)
+    log.nvtx = None
+    token = ACTIVE.set(log)
+    try:
+        with Stage("pre"):
+            pass  # no GPU library yet
+        torch = types.ModuleType("torch")
+        torch.cuda = types.SimpleNamespace(is_initialized=lambda: True, synchronize=rec.sync)
+        monkeypatch.setitem(sys.modules, "torch", torch)
+        with Stage("post"):
+            pass
+    finally:
+        ACTIVE.reset(token)
+    assert len(rec.events) == 1 and log.current["post"] == pytest.approx(0.005)
