@@ -9,14 +9,13 @@ import pytest_jetson
 from pytest_jetson.clock import SimClock
 from pytest_jetson.errors import ConfigError
 from pytest_jetson.run import gpu_sync, stages
+from pytest_jetson.run.function import FunctionWorkload
 from pytest_jetson.run.recorder import Recorder
 from pytest_jetson.run.stages import ACTIVE, Stage, StageLog
 
 
 def _run(fn, iterations=10, clock=None, board=False):
     """Measure ``fn`` on a fresh virtual clock (no host scaling: only what ``fn`` advances)."""
-    from pytest_jetson.run.function import FunctionWorkload  # noqa: the test's own helper
-
     clock = clock or SimClock()
     w = FunctionWorkload(fn, clock=clock, board=board)
     token = ACTIVE.set(w.stages)
