@@ -257,7 +257,15 @@ class SimulatedEngine(Engine):
         return next(self._draws(batch))
 
     def _tick(self, batch: int) -> None:
-        """One inference on the virtual clock, announced as load (a running stretch grows)."""
+        """One inference on the virtual clock, announced as load (a running stretch grows).
+
+        Inside a measured function (the clock ``hosting``), the host code that ran before this
+        call is first added to virtual time (``checkpoint``); the host timer restarts after this
+        bookkeeping (``resume``), which is the simulator's, not the function's."""
+        clock = self.clock
+        hosting = getattr(clock, "hosting", False)
+        if hosting:
+            clock.checkpoint()
         t0 = self._now()
         t1 = self._advance(self._step(batch))
         if t1 is None:  # a virtual clock whose advance returns nothing
@@ -268,6 +276,8 @@ class SimulatedEngine(Engine):
         else:
             self._busy = self._announce(self._predictions[batch], t0, t1)
             self._busy_batch = batch
+        if hosting:
+            clock.resume()
 
     def infer(self, batch: Optional[int] = None) -> Dict[str, np.ndarray]:
         # the hot path of every simulated measurement: kept to a few attribute lookups

@@ -192,7 +192,6 @@ def profile_shapes(name: str, input_name: str, dims: Sequence[int], batch: int, 
     if not any(d < 0 for d in dims):
         return None
     triple = given_profile(name, input_name, len(dims), batch, input_shape)
-    given = None if triple is None else triple[1]
     hw = _resolution_hw(resolution)
     lo: List[int] = []
     opt: List[int] = []

@@ -75,6 +75,17 @@ def _measured_rows(measurement: Any) -> List[List[str]]:
     return out
 
 
+def _timing_rows(measurements: Sequence[Any]) -> List[List[str]]:
+    """Where a measured function's time on the simulated board comes from (``extra["timing"]``):
+    one line, for the first measurement whose host time was scaled."""
+    for m in measurements or ():
+        t = getattr(m, "extra", {}).get("timing")
+        if isinstance(t, dict) and m.clock == "virtual" and t.get("host_measured_s") is not None:
+            return [[f"  per call: {t['simulated_s'] * 1e3:.3g} ms engines, simulated + "
+                     f"{t['host_scaled_s'] * 1e3:.3g} ms host, measured x{t['host_scale']:.2f}"]]
+    return []
+
+
 def rows(results: Sequence[Any], show: str = "problems", cells: Any = _verdict_row) -> List[List[str]]:
     """The table's rows: a one-cell row per test (its id), then a row per bound shown
     (``cells(verdict, indent)`` gives its cells)."""
@@ -84,6 +95,7 @@ def rows(results: Sequence[Any], show: str = "problems", cells: Any = _verdict_r
         if not verdicts and not r.error and not (show == "all" and r.measurements):
             continue
         out.append([r.nodeid])
+        out += _timing_rows(r.measurements)
         if r.error:
             out.append(["  (nothing recorded)", "-", "-", "-", "-", outcome("error").label])
         out += _bound_rows(verdicts, cells)

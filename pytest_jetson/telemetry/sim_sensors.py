@@ -7,7 +7,11 @@ The workload is a duck-typed object (the simulator's ``Prediction`` fits) with:
 * ``gpu_clock_mhz`` under load, optionally ``max_gpu_clock_mhz`` (the mode's maximum: a lower
   ``gpu_clock_mhz`` reads as throttling) and ``idle_gpu_clock_mhz``;
 * ``memory`` (bytes in use under load) and optionally ``idle_memory`` (bytes; default 0);
-* optionally ``thermal_resistance_c_per_w``, ``thermal_tau_s`` and ``ambient_c``.
+* optionally ``thermal_resistance_c_per_w``, ``thermal_tau_s`` and ``ambient_c``;
+* optionally ``cpu_util`` (percent of all cores): a measured function's own host code on the
+  simulated board is announced as such a load (``run.host_time.HostLoad``: one core busy, the
+  GPU idle). CPU load counts that host code only: an engine's own host work (enqueue, sync) is
+  inside its simulated latency, not CPU load, and an idle board reads 0 %.
 
 What runs when comes from one place: the loads announced on the virtual clock
 (``SimClock.announce``). Simulated engines announce each stretch of inferences as they run and a
@@ -115,7 +119,8 @@ class SimulatedSource(Source):
         return self.clock.load_at(t)
 
     def _state(self, t: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
-        """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``."""
+        """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``;
+        CPU load: ``_cpu_util(workload)``."""
         wl = self._active(t)
         base = self._latest()
         if wl is None:
@@ -164,7 +169,7 @@ class SimulatedSource(Source):
         rng = self._rng
         for t in times:
             self._advance_thermal(t)
-            power, memory, util, clock, emc, _ = self._state(t)
+            power, memory, util, clock, emc, wl = self._state(t)
             p = max(0.0, power * (1.0 + POWER_NOISE * rng.standard_normal()))
             noise = rng.standard_normal()
             # An idle GPU reads exactly 0 %, as the load file does.
@@ -180,6 +185,7 @@ class SimulatedSource(Source):
                     gpu_clock_mhz=clock,
                     emc_util=emc,
                     temps_c={"gpu": temp, "cpu": temp - 1.5, "tj": temp + 0.5},
+                    cpu_util=_attr(wl, "cpu_util", 0.0),
                 )
             )
         return out

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from pytest_jetson.gate import bounds
 from pytest_jetson.gate.family import confidence_for
 
 PRECISION_SUITE = '''
