@@ -120,8 +120,8 @@ class SimClock:
         with self._lock:
             start = self._now
             self._now = end = start + dt * scale
-        if self._host_load is None:
-            return
+        if self._host_load is None or end <= start:
+            return  # (a stretch too short to move the clock is not one: nothing to announce)
         rec = self._host_rec
         if rec is not None and rec[1] == start:
             rec[1] = end  # host code right after host code: one stretch
