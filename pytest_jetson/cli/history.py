@@ -1,4 +1,5 @@
-"""``pytest-jetson history REPORT.json...``: a suite's trends over past runs (CI artifacts).
+"""``pytest-jetson history REPORT.json|STORE|DIR...``: a suite's trends over past runs (CI
+artifacts, or the SQLite store ``--jetson-history`` appends to).
 
 For every test and metric: its value in each run with the baseline and tolerance the gate used,
 the steps between runs (change points: binary segmentation with a two-sample t-test, Bonferroni-
@@ -15,7 +16,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BaselineError
-from ..report import run_history
+from ..report import history_store, run_history
+from ..report.history_store import HistoryError
 from ..report.markdown import write
 from ..report.plots import pyplot, slug
 from ..report.text import natural_key
@@ -26,7 +28,9 @@ def _expand(paths: Sequence[Path]) -> List[Path]:
     """Files as given; a directory stands for the JSON reports in it (sorted naturally)."""
     out: List[Path] = []
     for p in paths:
-        if p.is_dir():
+        if p.is_dir() and not list(p.glob("*.json")) and [f for f in p.iterdir() if history_store.is_store(f)]:
+            out += sorted((f for f in p.iterdir() if history_store.is_store(f)), key=lambda f: natural_key(f.name))
+        elif p.is_dir():
             found = sorted((f for f in p.glob("*.json") if f.is_file()), key=lambda f: natural_key(f.name))
             if not found:
                 raise FileNotFoundError(f"{p} is a directory with no .json report in it; pass the reports "
@@ -37,13 +41,28 @@ def _expand(paths: Sequence[Path]) -> List[Path]:
     return out
 
 
+def _load(paths: Sequence[Path]) -> List[Any]:
+    """The runs of the reports and history stores, oldest first."""
+    stores = [p for p in paths if history_store.is_store(p)]
+    reports = [p for p in paths if p not in stores]
+    runs = run_history.load(reports) if reports else []
+    for store in stores:
+        runs += history_store.load(store)
+    if not runs:
+        raise HistoryError(f"{', '.join(map(str, stores))}: no run stored yet; append runs with "
+                           f"pytest --jetson-history {stores[0] if stores else 'PATH'}")
+    return run_history.ordered(runs)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pytest-jetson history",
         description="Trends over past runs: each test's metrics across JSON reports (oldest to "
                     "newest, e.g. CI artifacts), with the steps between runs and the slow drifts no "
                     "single run's tolerance catches. A directory stands for the reports in it.")
-    p.add_argument("reports", nargs="+", type=Path, help="JSON reports from --jetson-report-json, or directories of them")
+    p.add_argument("reports", nargs="+", type=Path,
+                   help="JSON reports from --jetson-report-json, directories of them, or history stores "
+                        "from --jetson-history")
     p.add_argument("--out", type=Path, default=Path("perf-history"), help="directory for the PNGs (default: perf-history)")
     p.add_argument("--no-plots", action="store_true", help="print the findings only")
     p.add_argument("--all", action="store_true", dest="draw_all",
@@ -117,8 +136,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         min_change = _min_change(args)
-        runs = run_history.load(_expand(args.reports))
-    except (_Usage, BaselineError, FileNotFoundError) as exc:
+        runs = _load(_expand(args.reports))
+    except (_Usage, BaselineError, HistoryError, FileNotFoundError) as exc:
         sys.stderr.write(f"pytest-jetson history: {exc}\n")
         return 2
     plt = None
