@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BaselineError
-from ..report import history_store, run_history
+from .. import fileio
+from ..report import history_html, history_store, run_history
 from ..report.history_store import HistoryError
 from ..report.markdown import write
 from ..report.plots import pyplot, slug
@@ -75,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--drift-alpha", type=float, default=0.05, help="significance of a drift (default 0.05)")
     p.add_argument("--min-change", default="1%",
                    help="smallest step or total drift worth reporting (default 1%%)")
+    p.add_argument("--html", metavar="DIR", type=Path, default=None,
+                   help="also write the history as one static page, DIR/index.html: every metric's "
+                        "runs as a sparkline with its tolerance band, per board (to publish)")
     p.add_argument("--fail", action="store_true", help="exit 1 when a metric got worse by a step or a drift")
     return p
 
@@ -144,6 +148,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.no_plots:
         plt = pyplot("history plots need")
     md: List[str] = []
+    pages: List[Any] = []
     worse = False
     groups = run_history.groups(runs)
     lines = _environments(runs, groups)
@@ -151,6 +156,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         found = run_history.series(members, alpha=args.alpha, drift_alpha=args.drift_alpha, min_change=min_change)
         lines += run_history.text(members, found, width=width())
         md += run_history.markdown(members, found)
+        pages.append((members, found))
         worse = worse or _got_worse(found)
         if plt is not None:
             folder = args.out if len(groups) == 1 else args.out / slug("_".join(env))
@@ -161,4 +167,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(line)
     if args.md:
         _write_md(args.md, md)
+    if args.html:
+        try:
+            args.html.mkdir(parents=True, exist_ok=True)
+            fileio.write_atomic(args.html / "index.html", history_html.page(pages))
+        except OSError as exc:
+            sys.stderr.write(f"pytest-jetson history: --html {args.html}: cannot be written "
+                             f"({exc.strerror or exc}); give a directory path\n")
+            return 2
+        print(f"wrote {args.html / 'index.html'}")
     return 1 if (args.fail and worse) else 0

@@ -163,3 +163,22 @@ def test_an_empty_store_and_a_missing_one_say_so(tmp_path, capsys):
         db.execute("DELETE FROM runs")
     assert cli_main(["history", str(store), "--no-plots"]) == 2
     assert "no run stored yet" in capsys.readouterr().err
+
+
+def test_history_publishes_one_static_page_with_a_sparkline_per_metric(suite, monkeypatch, capsys):
+    for run in range(4):
+        run_suite(suite, monkeypatch, run, *(["--jetson-update-baselines"] if run == 0 else [])).assert_outcomes(passed=1)
+    out = suite.path / "site"
+    capsys.readouterr()
+    assert cli_main(["history", str(suite.path / "perf.sqlite"), "--no-plots", "--html", str(out)]) == 0
+    assert f"wrote {out / 'index.html'}" in capsys.readouterr().out
+    page = (out / "index.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    row = page.split("<code>test_suite.py::test_detector</code>")[1].split("</tr>")[0]
+    assert "<td>throughput</td>" in row and row.count("<svg") == 1 and "<polyline" in row
+    assert "<polygon" in row  # the tolerance band of the baseline the gate compared with
+    assert "orin-nano-8gb, power mode 15W" in page
+    (suite.path / "file").write_text("")
+    assert cli_main(["history", str(suite.path / "perf.sqlite"), "--no-plots", "--html",
+                     str(suite.path / "file")]) == 2
+    assert "--html" in capsys.readouterr().err
