@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..errors import BaselineError
 from .. import fileio
+from ..errors import BaselineError
 from ..report import history_html, history_store, run_history
 from ..report.history_store import HistoryError
 from ..report.markdown import write
