@@ -27,6 +27,7 @@ COMMANDS: Dict[str, str] = {
     "plot": "draw figures from JSON reports (scaling, Pareto front, measurements, comparison)",
     "history": "trends over past runs (JSON reports, history stores): steps and slow drifts",
     "export": "a JSON report in the Bencher Metric Format or for github-action-benchmark",
+    "ab": "measure a base revision beside the head on this board, interleaved, and compare",
 }
 
 
