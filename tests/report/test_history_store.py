@@ -3,14 +3,17 @@ reads like reports; steps named by the commit range they fall in; a store that i
 damaged or newer is a clear error and the run's own reports are still written."""
 
 import json
+import math
 import shutil
 import sqlite3
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_jetson.cli import main as cli_main
-from pytest_jetson.report import history_store
+from pytest_jetson.report import history_store, trend
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -182,3 +185,51 @@ def test_history_publishes_one_static_page_with_a_sparkline_per_metric(suite, mo
     assert cli_main(["history", str(suite.path / "perf.sqlite"), "--no-plots", "--html",
                      str(suite.path / "file")]) == 2
     assert "--html" in capsys.readouterr().err
+
+
+# -- the trend analysis stays exact at a store's sizes ---------------------------------------------
+
+
+def naive_steps(values, alpha=0.01, min_size=3, min_change=0.01):
+    """Binary segmentation as the textbook writes it: every split tested with `trend.student`."""
+    y = [math.log(v) for v in values]
+    found = []
+
+    def search(lo, hi):
+        splits = range(lo + min_size, hi - min_size + 1)
+        if hi - lo < 2 * min_size or not splits:
+            return
+        best = None
+        for k in splits:
+            _, p = trend.student(y[lo:k], y[k:hi])
+            diff = sum(y[k:hi]) / (hi - k) - sum(y[lo:k]) / (k - lo)
+            if abs(math.expm1(diff)) < min_change:
+                continue
+            if best is None or p < best[0] or (p == best[0] and abs(diff) > abs(best[2])):
+                best = (p, k, diff)
+        if best is None or min(1.0, best[0] * len(splits)) >= alpha:
+            return
+        found.append(best[1])
+        search(lo, best[1])
+        search(best[1], hi)
+
+    search(0, len(y))
+    return sorted(found)
+
+
+levels = st.lists(st.sampled_from([100.0, 100.5, 103.0, 108.0]), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(levels, st.integers(3, 12), st.lists(st.floats(-0.02, 0.02), min_size=48, max_size=48))
+def test_the_running_sums_find_the_steps_the_textbook_finds(level_list, run, noise):
+    values = [level * (1 + noise[i % len(noise)] * (i % 3 != 0)) for level in level_list for i in range(run)]
+    assert [s.at for s in trend.change_points(values)] == naive_steps(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=40))
+def test_the_concordance_count_is_the_pairs_sign_sum(values):
+    naive = sum((values[j] > values[i]) - (values[j] < values[i])
+                for i in range(len(values)) for j in range(i + 1, len(values)))
+    assert trend._concordance(values) == naive
