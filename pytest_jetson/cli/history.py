@@ -121,12 +121,19 @@ def _draw(plt: Any, folder: Path, members: Sequence[Any], found: Sequence[Any], 
             + ("" if draw_all or drawn == len(keys) else " (--all draws every test)"))
 
 
+def _sources(members: Sequence[Any]) -> str:
+    """The files the runs come from, each once (a history store with its number of runs)."""
+    counts: Dict[str, int] = {}
+    for r in members:
+        counts[str(r.path)] = counts.get(str(r.path), 0) + 1
+    return ", ".join(path if n == 1 else f"{path} ({n} runs)" for path, n in counts.items())
+
+
 def _environments(runs: Sequence[Any], groups: Dict[Any, List[Any]]) -> List[str]:
     if len(groups) <= 1:
         return []
     lines = [f"{len(runs)} reports from {len(groups)} environments, analysed apart:"]
-    lines += [f"  {run_history.env_text(env)}: {', '.join(str(r.path) for r in members)}"
-              for env, members in groups.items()]
+    lines += [f"  {run_history.env_text(env)}: {_sources(members)}" for env, members in groups.items()]
     return lines + [""]
 
 

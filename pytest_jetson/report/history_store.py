@@ -232,6 +232,12 @@ def _read(db: sqlite3.Connection, path: Path) -> List[Run]:
         except ValueError:
             raise HistoryError(f"history store {path}: run {rid} has a damaged header; move the store aside") from None
         runs[rid] = Run(path=path, name=f"run {rid}", created=created, doc=doc, order=order, points={})
+    machines = {rid: ((r.doc.get("machine") or {}).get("hostname") or (r.doc.get("machine") or {}).get("serial"))
+                for rid, r in runs.items()}
+    if len({m for m in machines.values() if m}) > 1:  # several boards of one kind: say which ran
+        for rid, r in runs.items():
+            if machines[rid]:
+                r.name = f"{r.name} on {machines[rid]}"
     series = {sid: (key, metric) for sid, key, metric in db.execute("SELECT id, key, metric FROM series")}
     rows = db.execute("SELECT run, series, value, lo, hi, baseline, tolerance, threshold, comparator, outcome "
                       "FROM points")

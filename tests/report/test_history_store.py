@@ -234,3 +234,19 @@ def test_the_concordance_count_is_the_pairs_sign_sum(values):
     naive = sum((values[j] > values[i]) - (values[j] < values[i])
                 for i in range(len(values)) for j in range(i + 1, len(values)))
     assert trend._concordance(values) == naive
+
+
+def test_a_store_of_several_boards_is_analysed_per_board(tmp_path, capsys):
+    store = tmp_path / "lab.sqlite"
+    for run in range(4):
+        for serial, device in (("1424321012345", "orin-nano-8gb"), ("1424321099999", "agx-orin-64gb")):
+            fp = {"device": device, "power_mode": "15W", "simulated": False}
+            head = history_store.header(fp, {"backend": "tensorrt"}, {"machine": {"serial": serial}},
+                                        f"2026-11-0{run + 1}T10:00:00Z")
+            history_store.append(store, head, {("t::a", "throughput"): history_store.Point(value=100.0 + run)})
+    assert cli_main(["history", str(store), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("8 reports from 2 environments, analysed apart:")
+    assert f"orin-nano-8gb, power mode 15W (tensorrt, real): {store} (4 runs)" in out
+    assert out.count("history of 4 runs") == 2
+    assert [r.name for r in history_store.load(store)][:2] == ["run 1 on 1424321012345", "run 2 on 1424321099999"]
