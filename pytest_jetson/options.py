@@ -153,6 +153,11 @@ OPTIONS: Tuple[Option, ...] = (
            help="write every measurement, telemetry summary and verdict to PATH as JSON"),
     Option("--jetson-report-md", "report_md", metavar="PATH", fallback=_step_summary,
            help="write a Markdown summary (default: $GITHUB_STEP_SUMMARY when set)"),
+    Option("--jetson-history", "history", metavar="PATH", ini="jetson_history",
+           ini_help="SQLite history store each run is appended to",
+           help="append this run (commit, device, every test's metrics with their intervals) to the "
+                "SQLite history store at PATH, created when absent; 'pytest-jetson history PATH' reads "
+                "it. Ini: jetson_history."),
     Option("--jetson-plots", "plots", metavar="DIR",
            help="write PNG plots (telemetry timelines, current vs baseline) to DIR (needs the plots extra)"),
     Option("--jetson-seed", "seed", default=0, metavar="N", ini="jetson_seed",
@@ -175,7 +180,7 @@ OPTIONS: Tuple[Option, ...] = (
 
 #: the ini keys, in the order ``pytest --help`` has always listed them
 INI_KEYS: Tuple[str, ...] = ("jetson_device", "jetson_baselines", "jetson_power_mode", "jetson_seed",
-                             "jetson_telemetry", "jetson_budget")
+                             "jetson_telemetry", "jetson_budget", "jetson_history")
 BY_INI = {o.ini: o for o in OPTIONS if o.ini}
 BY_FIELD = {o.field: o for o in OPTIONS}
 

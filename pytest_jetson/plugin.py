@@ -716,17 +716,38 @@ class PerfSession:
                                   failed_session=failed)
             self.lines += render.baseline_summary(summary)
         self.counts.add_verdicts(self.results)
+        target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
+        provenance = None
+        if s.report_json or s.report_md or s.plots or s.history:
+            from .provenance import commit_info, machine_info
+
+            provenance = {"commit": commit_info(self.config.rootpath), "machine": machine_info()}
         if s.report_json or s.report_md or s.plots:
             from .report.files import write_reports
 
-            target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
             written, errors = write_reports(self.results, s, self.ctx.fingerprint(), counts=self.counts,
-                                            target=target)
+                                            target=target, provenance=provenance)
             self.lines += [f"pytest-jetson: wrote {p}" for p in written]
             self.errors += [f"pytest-jetson: {e}" for e in errors]
+        if s.history:
+            self._append_history(target, provenance)
         if self.config.pluginmanager.get_plugin("terminalreporter") is None:
             for line in self.errors:
                 sys.stderr.write(line + "\n")
+
+    def _append_history(self, target, provenance):
+        """This run into the ``--jetson-history`` store; a store that cannot take it is an error
+        line (the reports are written already)."""
+        from .report import history_store
+
+        path = self.ctx.settings.history
+        try:
+            run = history_store.append_session(path, self.results, self.ctx.fingerprint(), target, provenance,
+                                               summary=self.counts.to_dict())
+        except JetsonError as exc:
+            self.errors.append(f"pytest-jetson: --jetson-history: {exc}")
+            return
+        self.lines.append(f"pytest-jetson: appended run {run} to the history store {path}")
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         if self.worker:

@@ -32,6 +32,8 @@ class Settings:
     report_json: Optional[str] = None
     report_md: Optional[str] = None
     plots: Optional[str] = None
+    #: the SQLite history store each run is appended to (None: none)
+    history: Optional[str] = None
     seed: int = 0
     duration: Optional[float] = None
     telemetry: str = "auto"
