@@ -206,7 +206,9 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     config.stash[CONTEXT_KEY] = ctx
     config.pluginmanager.register(PerfSession(config, ctx), SESSION_NAME)
-    if settings.trace and not os.environ.get(NSYS_CHILD_ENV):
+    if os.environ.get(NSYS_CHILD_ENV):
+        config.pluginmanager.register(NvtxTest(), TRACE_NAME)
+    elif settings.trace:
         config.pluginmanager.register(TraceSession(config, ctx), TRACE_NAME)
 
 
@@ -776,6 +778,25 @@ class PerfSession:
 
 
 # -- traces on demand (--jetson-trace) ---------------------------------------------------------------
+class NvtxTest:
+    """In a test re-run under nsys: the test body is an NVTX range named after the test (its
+    ``perf.stage`` spans are ranges inside it), when the nvtx package is installed."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        import importlib
+        import importlib.util
+
+        nvtx = importlib.import_module("nvtx") if importlib.util.find_spec("nvtx") else None
+        if nvtx is not None:
+            nvtx.push_range(message=item.nodeid)
+        try:
+            yield
+        finally:
+            if nvtx is not None:
+                nvtx.pop_range()
+
+
 class TraceSession:
     """``--jetson-trace=fail|all``: a trace of each failing or every perf test (``report.trace``),
     written when the test's outcome is known (after the gate), linked from the JSON report (each

@@ -92,3 +92,27 @@ def test_a_bad_value_is_a_usage_error(suite):
     result = run(suite, "--jetson-trace=sometimes")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--jetson-trace*invalid choice*sometimes*"])
+
+
+FAKE_NVTX = '''
+import json, os
+def push_range(message=None, **kw):
+    with open(os.environ["NVTX_LOG"], "a") as f:
+        f.write(json.dumps(["push", message]) + "\\n")
+def pop_range():
+    with open(os.environ["NVTX_LOG"], "a") as f:
+        f.write(json.dumps(["pop"]) + "\\n")
+'''
+
+
+def test_a_rerun_under_nsys_marks_the_test_with_an_nvtx_range_and_traces_nothing_itself(suite, monkeypatch):
+    suite.makepyfile(nvtx=FAKE_NVTX)
+    suite.syspathinsert()
+    log = suite.path / "nvtx.log"
+    monkeypatch.setenv("NVTX_LOG", str(log))
+    monkeypatch.setenv("PYTEST_JETSON_NSYS_CHILD", "1")
+    result = run(suite, "--jetson-trace=all", "test_suite.py::test_no_perf")
+    result.assert_outcomes(passed=1)
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [
+        ["push", "test_suite.py::test_no_perf"], ["pop"]]
+    assert not (suite.path / ".jetson-traces").exists()
