@@ -188,7 +188,7 @@ def _pool(ev: _Events, a: float, b: float, load: Any, processes: int) -> None:
 def _load(ev: _Events, a: float, b: float, load: Any) -> None:
     if _is_host(load):
         ev.slice("host code", _CPU, ev.thread(_CPU, "measured function (host)"), a, b,
-                 {"cpu_util_pct": round(float(getattr(load, "cpu_util")), 2)})
+                 {"cpu_util_pct": round(float(load.cpu_util), 2)})
         return
     processes = getattr(load, "processes", None)
     if isinstance(processes, int) and processes > 1:

@@ -73,10 +73,8 @@ def test_concurrent_processes(process_pool, perf, model, precision, processes):
 # points below the study (its 7x7 layers leave half of the Orin Nano's 8 SMs idle at batch 1).
 # The bounds are the study's ranges widened by those gaps, so a change to the model or the engine
 # that moves a figure further from the study fails here.
-STUDY_ACTIVITY = [
-    pytest.mark.perf(tensor_active=">= 15 %", issue_active=">= 20 %", sm_active=">= 55 %"),
-    pytest.mark.perf(issue_active="<= 40 %", sm_active="<= 90 %"),
-]
+STUDY_LOW = pytest.mark.perf(tensor_active=">= 15 %", issue_active=">= 20 %", sm_active=">= 55 %")
+STUDY_HIGH = pytest.mark.perf(issue_active="<= 40 %", sm_active="<= 90 %")
 # tensor cores: the study's "never above 50%" and its fall with time-slicing, per process count
 STUDY_BY_PROCESSES = {
     1: pytest.mark.perf(tensor_active="<= 32 %", gpu_util=">= 95 %"),
@@ -92,8 +90,8 @@ def _activity_params():
             yield pytest.param(precision, processes, marks=[mark], id=f"{precision}-p{processes}")
 
 
-@STUDY_ACTIVITY[0]
-@STUDY_ACTIVITY[1]
+@STUDY_LOW
+@STUDY_HIGH
 @pytest.mark.parametrize("precision, processes", list(_activity_params()))
 def test_gpu_activity_as_the_study_measured_it(process_pool, perf, precision, processes):
     """SM, issue-slot and tensor-core activity of ResNet50 pools (batch 1) within the study's ranges."""

@@ -8,8 +8,15 @@ import types
 import pytest
 
 from pytest_jetson import sim
-from pytest_jetson.report.trace import (Window, chrome_trace, file_name, nsys_command, nsys_support, trace_dir,
-                                        write)
+from pytest_jetson.report.trace import (
+    Window,
+    chrome_trace,
+    file_name,
+    nsys_command,
+    nsys_support,
+    trace_dir,
+    write,
+)
 from pytest_jetson.run.host_time import HostLoad
 
 

@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_jetson import sim
-from pytest_jetson.sim.costs import Costs
 from pytest_jetson.sim.activity import kernel_shares
+from pytest_jetson.sim.costs import Costs
 
 SHARES = ("sm_active", "tensor_active", "issue_active", "dram_util")
 
