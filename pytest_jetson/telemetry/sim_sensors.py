@@ -151,12 +151,12 @@ class SimulatedSource(Source):
     def _activity(wl: Any) -> Optional[Dict[str, float]]:
         """The GPU activity of ``wl`` in percent: zeros when idle (no load, or a load whose GPU
         idles), None when a busy load does not say."""
-        if wl is None or not (_attr(wl, "gpu_util") or 0.0):
-            return {name: 0.0 for name in ACTIVITY}
         values = {name: _attr(wl, name) for name in ACTIVITY}
-        if any(v is None for v in values.values()):
-            return None
-        return {name: 100.0 * float(v) for name, v in values.items()}
+        if wl is not None and all(v is not None for v in values.values()):
+            return {name: 100.0 * float(v) for name, v in values.items()}
+        if wl is None or _attr(wl, "gpu_util") == 0.0:
+            return {name: 0.0 for name in ACTIVITY}
+        return None
 
     def _advance_thermal(self, t: float) -> None:
         """Carry the die temperature from the last time it was computed to ``t``, exactly for
