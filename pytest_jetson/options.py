@@ -172,6 +172,10 @@ OPTIONS: Tuple[Option, ...] = (
     Option("--jetson-telemetry-interval", "telemetry_interval", default=0.1, metavar="DUR",
            parse=parse_optional_duration,
            help="telemetry sampling interval (default 100ms, down to 10ms)"),
+    Option("--jetson-trace", "trace", choices=("fail", "all"), reported=True,
+           help="record a trace of each failing (fail) or every (all) perf test: on the simulated board a "
+                "Perfetto/Chrome trace JSON of its timeline, on a board an Nsight Systems report of a re-run; "
+                "written beside --jetson-report-json (jetson-traces/), else to .jetson-traces/"),
     Option("--jetson-table", "table", default="problems", choices=("problems", "all", "none"),
            fallback=_table_for_verbosity,
            help="the perf gate's table: problems (failed, errored, inconclusive bounds; the default), "

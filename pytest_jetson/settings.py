@@ -42,6 +42,8 @@ class Settings:
     table: str = "problems"
     #: how far a comparison that cannot decide yet extends its measurement, in requested durations
     budget: float = 3.0
+    #: which tests leave a trace (--jetson-trace): fail, all, or None (none)
+    trace: Optional[str] = None
 
     def __post_init__(self) -> None:
         for option in OPTIONS:
