@@ -1,0 +1,23 @@
+import pytest
+
+import ppocr  # the application's code: pages, crops, CTC decoding
+
+STAGES = {"detect": {"latency_mean": "10%"}, "crop": {"latency_mean": "15%"},
+          "recognise": {"latency_mean": "10%"}}
+
+
+@pytest.mark.perf(latency_p99="<= 400 ms", stages=STAGES)
+def test_ppocr(trt_engine, perf):
+    det = trt_engine(ppocr.DET, precision="fp16", input_shape=(1, 3, ppocr.SIDE, ppocr.SIDE))
+    rec = trt_engine(ppocr.REC, precision="fp16", batch=ppocr.LINES, input_shape=(ppocr.LINES, 3, 48, 320))
+    chars = ppocr.charset()
+
+    def ocr(img):
+        with perf.stage("detect"):
+            prob = det(ppocr.normalise(img))["sigmoid_0.tmp_0"]
+        with perf.stage("crop"):
+            lines = ppocr.crop_lines(img, prob[0, 0])
+        with perf.stage("recognise"):
+            return ppocr.read_text(rec(lines)["softmax_11.tmp_0"], chars)
+
+    perf.measure(ocr, inputs=[ppocr.page(seed) for seed in range(4)], duration="10s")
