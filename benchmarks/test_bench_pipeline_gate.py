@@ -21,6 +21,11 @@ Figures, per backend:
 
 Runs are sequential: host-timed stages would time each other's contention otherwise.
 
+Beside it, the study's figures: the example suite's five forms of the SSD300 pipeline on the
+simulated Nano (``tests/perf/test_nano_ssd300_pipeline.py``), their frame rates and ratios to the
+baseline against the profiling study's (1.09, 1.53, 2.27, 2.57 FPS; 1.20 in fp16), over
+``JETSON_BENCH_ROUNDS`` runs (1 by default).
+
 Run: ``JETSON_BENCH_SEEDS=20 pytest benchmarks/test_bench_pipeline_gate.py -s`` (20 seeds per
 figure and backend: about 8 minutes on two cores; 2 by default, a smoke test in the suite).
 """
@@ -145,3 +150,37 @@ def test_a_pipeline_gate_is_quiet_unchanged_and_catches_slower_postprocessing(be
     if SEEDS >= 20:
         assert len(false_alarms) <= SEEDS // 10
         assert len(caught) >= 0.8 * SEEDS
+
+
+STUDY = {"test_baseline": 1.09, "test_postprocessing_on_the_cpu": 1.53,
+         "test_pre_and_postprocessing_on_the_gpu": 2.27, "test_batching": 2.57, "test_fp16": 1.20}
+ROUNDS = int(os.environ.get("JETSON_BENCH_ROUNDS", "1"))
+
+
+def test_the_study_forms_frame_rates_and_ratios(benchmark, tmp_path):
+    def figures():
+        rates = []
+        for r in range(ROUNDS):
+            report = tmp_path / f"forms-{r}.json"
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", "tests/perf/test_nano_ssd300_pipeline.py", "-q",
+                 "-p", "no:cacheprovider", "--jetson-device", "nano", "--jetson-baselines", str(tmp_path / "b"),
+                 "--jetson-report-json", str(report)],
+                cwd=ROOT, capture_output=True, text=True, timeout=900)
+            assert proc.returncode == 0, proc.stdout[-3000:]
+            doc = json.loads(report.read_text())
+            rates.append({t["nodeid"].split("::")[-1]: t["measurements"][0]["summary"]["throughput"] for t in doc["tests"]})
+        return rates
+
+    rates = benchmark.pedantic(figures, rounds=1, iterations=1)
+    base = [r["test_baseline"] for r in rates]
+    print(f"\nSSD300 pipeline on a simulated Nano, {ROUNDS} run(s): FPS (ratio to the baseline) against the study")
+    for name, study in STUDY.items():
+        fps = sorted(r[name] for r in rates)
+        ratios = sorted(r[name] / b for r, b in zip(rates, base))
+        mid = len(fps) // 2
+        print(f"  {name:42s} {fps[mid]:5.2f} FPS (x{ratios[mid]:.2f}; {fps[0]:.2f}..{fps[-1]:.2f}) "
+              f"study {study:.2f} (x{study / STUDY['test_baseline']:.2f})")
+    benchmark.extra_info.update({"rounds": ROUNDS, "fps": rates})
+    for r in rates:  # the study's order of the first four forms
+        assert r["test_baseline"] < r["test_postprocessing_on_the_cpu"] < r["test_pre_and_postprocessing_on_the_gpu"]

@@ -10,8 +10,7 @@ their wider tolerances than the detector's.
 """
 
 import pytest
-
-from tests.perf import ssd_pipeline as ssd
+import ssd_pipeline as ssd
 
 pytestmark = pytest.mark.jetson("nano")
 
@@ -45,7 +44,7 @@ def _gpu_pipeline(form, trt_engine, perf, graphs, precision, batch):
                         stage=perf.stage)
 
 
-@pytest.mark.perf(throughput=">= 0.8/s", stages=STAGES)
+@pytest.mark.perf(throughput=">= 0.6/s", stages=STAGES)
 @pytest.mark.perf(throughput="10%")
 def test_baseline(trt_engine, perf, frames):
     """As first written: pre-processing on the CPU, post-processing one default box at a time."""
@@ -53,7 +52,7 @@ def test_baseline(trt_engine, perf, frames):
     perf.measure(pipeline, items=1, inputs=frames, duration="20s", warmup="2s")
 
 
-@pytest.mark.perf(throughput=">= 1.3/s", stages=STAGES)
+@pytest.mark.perf(throughput=">= 1.0/s", stages=STAGES)
 @pytest.mark.perf(throughput="10%")
 def test_postprocessing_on_the_cpu(trt_engine, perf, frames):
     """The detector's outputs taken to numpy in one go, post-processed vectorised."""
@@ -61,7 +60,7 @@ def test_postprocessing_on_the_cpu(trt_engine, perf, frames):
     perf.measure(pipeline, items=1, inputs=frames, duration="20s", warmup="2s")
 
 
-@pytest.mark.perf(throughput=">= 2.0/s", stages=STAGES)
+@pytest.mark.perf(throughput=">= 1.8/s", stages=STAGES)
 @pytest.mark.perf(throughput="10%")
 def test_pre_and_postprocessing_on_the_gpu(trt_engine, perf, graphs, frames):
     """Pre-processing and the box decode as engines; only the NMS stays on the CPU."""
@@ -69,7 +68,7 @@ def test_pre_and_postprocessing_on_the_gpu(trt_engine, perf, graphs, frames):
     perf.measure(pipeline, items=1, inputs=frames, duration="20s", warmup="2s")
 
 
-@pytest.mark.perf(throughput=">= 2.0/s", stages=STAGES)
+@pytest.mark.perf(throughput=">= 1.8/s", stages=STAGES)
 @pytest.mark.perf(throughput="10%")
 def test_batching(trt_engine, perf, graphs, frames_by_four):
     """Four frames per call through every engine."""
@@ -77,7 +76,7 @@ def test_batching(trt_engine, perf, graphs, frames_by_four):
     perf.measure(pipeline, items=4, inputs=frames_by_four, duration="20s", warmup="3s")
 
 
-@pytest.mark.perf(throughput=">= 3.5/s", stages=STAGES)
+@pytest.mark.perf(throughput=">= 3.0/s", stages=STAGES)
 @pytest.mark.perf(throughput="10%")
 def test_fp16(trt_engine, perf, graphs, frames_by_four):
     """The batched pipeline with every engine in fp16. The study's PyTorch fell to 1.20 FPS here;
