@@ -164,10 +164,10 @@ def test_the_study_forms_frame_rates_and_ratios(benchmark, tmp_path):
             report = tmp_path / f"forms-{r}.json"
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", "tests/perf/test_nano_ssd300_pipeline.py", "-q",
-                 "-p", "no:cacheprovider", "--jetson-device", "nano", "--jetson-baselines", str(tmp_path / "b"),
-                 "--jetson-report-json", str(report)],
+                 "-p", "no:cacheprovider", "--jetson-device", "nano", "--jetson-report-json", str(report)],
                 cwd=ROOT, capture_output=True, text=True, timeout=900)
-            assert proc.returncode == 0, proc.stdout[-3000:]
+            # the frame rates are the figures here, whether or not this machine meets the bounds
+            assert proc.returncode in (0, 1) and report.exists(), proc.stdout[-3000:]
             doc = json.loads(report.read_text())
             rates.append({t["nodeid"].split("::")[-1]: t["measurements"][0]["summary"]["throughput"] for t in doc["tests"]})
         return rates
