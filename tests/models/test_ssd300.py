@@ -97,6 +97,8 @@ def test_a_gpu_form_on_onnxruntime_finds_what_the_cpu_form_finds(item, tmp_path)
         np.testing.assert_allclose(a.boxes, b.boxes, atol=0.05)
 
 
-def test_an_unknown_form_is_named():
+def test_an_unknown_form_or_a_missing_engine_is_named():
     with pytest.raises(ValueError, match="'gpu'.*baseline"):
         ssd.Pipeline("gpu", detector=None)
+    with pytest.raises(ValueError, match="'batched'.*pre= and decode="):
+        ssd.Pipeline("batched", detector=None, pre=None)

@@ -47,6 +47,7 @@ BOX_WEIGHTS = tv.SSD300_BOX_WEIGHTS
 WH_CLIP = math.log(1000.0 / 16)
 
 FORMS = ("baseline", "cpu_post", "gpu_prepost", "batched", "fp16")
+GPU_FORMS = ("gpu_prepost", "batched", "fp16")
 
 
 def default_boxes_xywh() -> np.ndarray:
@@ -394,6 +395,9 @@ class Pipeline:
                  decode: Optional[Callable] = None, stage: Callable = _no_stage) -> None:
         if form not in FORMS:
             raise ValueError(f"form {form!r}: use one of {', '.join(FORMS)}")
+        if form in GPU_FORMS and (pre is None or decode is None):
+            raise ValueError(f"form {form!r} runs pre-processing and decoding as engines: pass pre= and "
+                             "decode= (engines of preprocess_graph() and decode_graph())")
         self.form = form
         self.detector = detector
         self.pre = pre
@@ -404,7 +408,7 @@ class Pipeline:
 
     def __call__(self, item: Item) -> List[Detections]:
         stage = self.stage
-        gpu = self.form in ("gpu_prepost", "batched", "fp16")
+        gpu = self.form in GPU_FORMS
         with stage("frame_to_tensor"):
             x = np.ascontiguousarray(item.frames) if gpu else frame_to_tensor(item.frames)
         with stage("preprocess"):
