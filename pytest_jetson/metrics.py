@@ -180,6 +180,21 @@ _ROWS = (
     Metric("latency_first", "time", "higher", "the engine",
            "host time of the first inference after the engine is opened (lazy loading, first use)",
            "the engine reported no first-inference time (simulated engines have none)"),
+    # measured at an arrival rate (perf.measure(..., rate=)); a run back to back has none
+    Metric("jitter", "time", "higher", "harness (arrival rate)",
+           "standard deviation of the intervals between consecutive completions at an arrival rate",
+           "jitter needs rate=: measure at an arrival rate, e.g. perf.measure(engine, rate='30/s')",
+           run_to_run=0.1),
+    Metric("deadline_miss", "percent", "higher", "harness (arrival rate)",
+           "share of calls whose latency from arrival exceeded the deadline (deadline=, default one "
+           "period)",
+           "deadline_miss needs rate=: measure at an arrival rate, e.g. perf.measure(engine, "
+           "rate='30/s', deadline='33ms')", estimator="batch_means", samples="extra.deadline_missed",
+           reduction="mean"),
+    Metric("max_rate", "rate", "lower", "perf.max_rate",
+           "highest arrival rate (calls per second) that met perf.max_rate's bounds",
+           "max_rate needs rate= searched for: perf.max_rate(engine, latency_p99='<= 33 ms') "
+           "records the measurement at the highest rate that meets the bound"),
 )
 
 #: name -> Metric, in the order reports list them (plugins' metrics after the built-in ones).

@@ -306,14 +306,21 @@ def telemetry(request):
 
 @pytest.fixture
 def perf(request):
-    """The recorder: ``perf.measure(engine, duration=...)`` or ``perf.record(measurement)``; the
-    perf marks' bounds are checked against what it holds after the test body."""
+    """The recorder: ``perf.measure(engine, duration=..., rate=...)``, ``perf.max_rate(engine,
+    latency_p99=...)`` or ``perf.record(measurement)``; the perf marks' bounds are checked against
+    what it holds after the test body."""
+    from .gate.bounds import parse
+    from .run.arrival import stream_seed
     from .run.recorder import Recorder
 
-    recorder = Recorder(jetson_context(request.config))
+    ctx = jetson_context(request.config)
+    recorder = Recorder(ctx)
     session = request.config.pluginmanager.get_plugin(SESSION_NAME)
     if session is not None:
         recorder.extension = session.extension_for(request.node)
+    # perf.max_rate's bounds read as the marks' do; its arrivals seeded by the session and test
+    recorder.parse_bound = parse
+    recorder.seed = stream_seed(getattr(ctx, "seed", 0), request.node.nodeid)
     request.node.stash[RECORDER_KEY] = recorder
     return recorder
 

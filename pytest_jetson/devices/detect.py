@@ -344,6 +344,29 @@ def read_jetson_clocks(root: Optional[Path] = None, notes: Optional[Notes] = Non
     return None
 
 
+#: nvfancontrol's running state (``nvfancontrol -q`` prints the same lines): ``FAN1:FAN_PROFILE:cool``.
+NVFAN_STATUS = "var/lib/nvfancontrol/status"
+#: its configuration, whose ``FAN_DEFAULT_PROFILE cool`` line the daemon starts from.
+NVFAN_CONF = "etc/nvfancontrol.conf"
+_NVFAN_RUNNING = re.compile(r"^\s*FAN\d*\s*:\s*FAN_PROFILE\s*:\s*(\w+)\s*$", re.MULTILINE | re.IGNORECASE)
+_NVFAN_DEFAULT = re.compile(r"^\s*FAN_DEFAULT_PROFILE\s+(\w+)\s*$", re.MULTILINE)
+
+
+def read_fan_profile(root: Optional[Path] = None, notes: Optional[Notes] = None) -> Optional[str]:
+    """The fan profile nvfancontrol runs (``quiet``, ``cool``, a custom one): what the daemon's
+    status file says, else the configuration's default; None where there is no nvfancontrol
+    (JetPack 4: the fan follows jetson_clocks' PWM instead). A fan profile changes how warm the
+    board runs, so how soon it throttles under a long measurement."""
+    r = _root(root)
+    for rel, pattern in ((NVFAN_STATUS, _NVFAN_RUNNING), (NVFAN_CONF, _NVFAN_DEFAULT)):
+        text = read_text(r, rel, notes)
+        found = pattern.findall(text or "")
+        if found:
+            profiles = sorted({p.lower() for p in found})
+            return "+".join(profiles)  # one fan on every board today; several would show all
+    return None
+
+
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\w+)", re.MULTILINE)
 
 
@@ -443,6 +466,7 @@ class Detection:
     power_mode: Optional[str] = None
     mode_table: Dict[int, str] = field(default_factory=dict)
     jetson_clocks: Optional[bool] = None
+    fan_profile: Optional[str] = None
     tensorrt: Optional[str] = None
     memory_bytes: Optional[int] = None
     profile: Optional[Profile] = None
@@ -606,6 +630,7 @@ def _detect(root: Path, notes: Notes) -> Detection:
         power_mode=power_mode,
         mode_table=table,
         jetson_clocks=read_jetson_clocks(root, notes),
+        fan_profile=read_fan_profile(root, notes),
         tensorrt=read_tensorrt_version(root, notes),
         memory_bytes=memory,
         profile=profile,

@@ -20,6 +20,7 @@ class Device:
     tensorrt: Optional[str] = None
     jetson_clocks: Optional[bool] = None
     model_string: Optional[str] = None
+    fan_profile: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -40,6 +41,8 @@ class Device:
             "tensorrt": self.tensorrt,
             "simulated": self.simulated,
             "plugin": __version__,
+            # only where there is one: baselines recorded before it was read stay comparable
+            **({"fan_profile": self.fan_profile} if self.fan_profile else {}),
         }
 
     def __str__(self) -> str:
@@ -54,6 +57,8 @@ class Device:
         clocks = ""
         if self.jetson_clocks is not None and not self.simulated:
             clocks = " · jetson_clocks " + ("on" if self.jetson_clocks else "off")
+        if self.fan_profile and not self.simulated:
+            clocks += f" · fan {self.fan_profile}"
         return (
             f"jetson: {self.profile.name} ({kind}) · power mode {self.power_mode.name}{clocks}"
             f" · JetPack {self.jetpack or '-'} · TensorRT {self.tensorrt or '-'}"
@@ -75,6 +80,6 @@ def as_device(device: Union[str, Profile, Device], power_mode: Any = None) -> De
             profile=device.profile, power_mode=device.profile.power_mode(power_mode),
             simulated=device.simulated, jetpack=device.jetpack, l4t=device.l4t,
             tensorrt=device.tensorrt, jetson_clocks=device.jetson_clocks,
-            model_string=device.model_string,
+            model_string=device.model_string, fan_profile=device.fan_profile,
         )
     return simulated(device, power_mode)

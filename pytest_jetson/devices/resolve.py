@@ -108,5 +108,6 @@ def _real(profile, detection: Detection, power_mode: Optional[str]) -> Device:
     return Device(
         profile=profile, power_mode=mode, simulated=False, jetpack=detection.jetpack,
         l4t=detection.l4t, tensorrt=detection.tensorrt, jetson_clocks=detection.jetson_clocks,
+        fan_profile=detection.fan_profile,
         model_string=detection.model_string,
     )

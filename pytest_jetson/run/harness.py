@@ -10,6 +10,13 @@ The loop itself is the engine's (``Engine.timed_run``): it reads the clock once 
 (each iteration starts where the previous ended), so the latency of an iteration is everything
 the caller pays for it, and adds no more than a clock read and a list append to a bare loop
 around the same engine.
+
+With ``rate=`` the same runs (duration, iterations, adaptive, extension) are paced by an arrival
+schedule instead (``run.arrival``): a call per arrival, latency counted from its arrival (queueing
+included), the window closing at its end time even when the last stretch is idle, so throughput
+is items over the window. The warm-up stays back to back. A rate the engine can never keep up
+with, or a deadline every call misses, is an error after the run (``strict``); ``perf.max_rate``
+counts such a probe as a rate not met.
 """
 
 from dataclasses import dataclass
@@ -18,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..engines.base import Engine, as_engine
 from ..errors import ConfigError
 from ..units import parse_duration
+from . import arrival
 from .measurement import Measurement
 from .window import MeasuredWindow
 
@@ -97,6 +105,10 @@ class _Plan:
     max_duration: Optional[float]
     window: Optional[float]
     stability: float
+    arrivals: Optional[arrival.Arrivals] = None
+    deadline: Optional[float] = None
+    seed: int = 0
+    strict: bool = True
 
     @property
     def mode(self) -> str:
@@ -108,7 +120,8 @@ class _Plan:
 
 
 def _plan(engine: Engine, duration: Any, iterations: Any, warmup: Any, batch: Optional[int],
-          stability: float, max_duration: Any, window: Any) -> _Plan:
+          stability: float, max_duration: Any, window: Any, rate: Any = None, deadline: Any = None,
+          seed: Any = None, strict: bool = True) -> _Plan:
     name = _engine_name(engine)
     dur = parse_duration(duration, f"{name}: duration")
     dur, its = _check_plan(name, dur, iterations)
@@ -122,7 +135,12 @@ def _plan(engine: Engine, duration: Any, iterations: Any, warmup: Any, batch: Op
     b = engine.batch if batch is None else batch
     if b != engine.batch:
         b = engine.check_batch(b)
-    return _Plan(name, b, dur, its, warm, max_dur, win, float(stability))
+    spec = arrival.parse_rate(rate, name)
+    dl = arrival.parse_deadline(deadline, spec, name)
+    # the session's seed (a simulated engine carries it) and what is measured draw the arrivals
+    base = seed if seed is not None else getattr(engine, "seed", 0)
+    return _Plan(name, b, dur, its, warm, max_dur, win, float(stability), spec, dl,
+                 arrival.stream_seed(base, name), bool(strict))
 
 
 class _Run:
@@ -138,10 +156,47 @@ class _Run:
         self.windows: List[float] = []
         self.stable: Optional[bool] = None
         self.looks = 1
+        # at a rate: the schedule (shared by every stretch of the run) and what each call adds
+        spec = plan.arrivals
+        self.schedule = None if spec is None else spec.schedule(t0, plan.seed)
+        self.arrived: List[float] = []
+        self.missed: List[int] = []
+        self.services: List[float] = []
 
     def until(self, until_t: Optional[float], until_n: Optional[int] = None) -> None:
-        self.t_end = self.engine.timed_run(self.plan.batch, self.t_end, until_t, until_n,
-                                           self.lat, self.ends, self.dev)
+        if self.schedule is None:
+            self.t_end = self.engine.timed_run(self.plan.batch, self.t_end, until_t, until_n,
+                                               self.lat, self.ends, self.dev)
+            return
+        engine, batch, dev = self.engine, self.plan.batch, self.dev
+        call, prepare = _call_of(engine, batch)
+        after = None if dev is None else (lambda: dev.append(engine.last_device_time))
+        end = arrival.arrival_loop(call, engine.clock, self.schedule, until_t, until_n, self.lat,
+                                   self.ends, self.plan.deadline, self.arrived, self.missed,
+                                   self.services, prepare, after)
+        # the window closes at the duration asked for or, by count, at the next arrival (whole
+        # periods), unless the last call ran past it; an idle end is waited out, so telemetry
+        # and the next stretch start there
+        nxt = self.schedule.peek()
+        close = nxt if until_t is None else min(until_t, nxt)
+        close = max(close, self.t_end if end is None else end)
+        arrival.wait_until(engine.clock, close)
+        self.t_end = close
+
+    def rate_extra(self) -> Dict[str, Any]:
+        """What a measurement at a rate carries (none for a run back to back)."""
+        spec = self.plan.arrivals
+        if spec is None:
+            return {}
+        return arrival.summary(spec, self.plan.deadline, self.plan.seed, self.ends, self.missed)
+
+    def rate_problem(self) -> Optional[str]:
+        """Why the rate could not be served (see ``arrival.keep_up_problem``), or None."""
+        spec = self.plan.arrivals
+        if spec is None or not self.plan.strict:
+            return None
+        return (arrival.keep_up_problem(self.arrived, self.lat, self.services, spec, self.plan.name)
+                or arrival.deadline_problem(self.lat, self.services, self.plan.deadline, self.plan.name))
 
     def fixed(self, window: MeasuredWindow, environment: Optional[dict], extend: Any) -> None:
         """A run by duration and/or iterations, extended while ``extend`` asks for more."""
@@ -156,7 +211,8 @@ class _Run:
             so_far = _measurement(self.engine, plan.name, plan.batch, list(self.lat),
                                   None if self.dev is None else list(self.dev), self.t_end - self.t0,
                                   window.peek(len(self.lat) * plan.batch),
-                                  _windows_by_count(self.ends, self.t0, plan.batch), None, environment, {})
+                                  _windows_by_count(self.ends, self.t0, plan.batch), None, environment,
+                                  self.rate_extra())
             more = extend(so_far, measured)
             if not more or more <= 0:
                 return
@@ -169,7 +225,8 @@ class _Run:
         plan = self.plan
         if plan.window is None:
             est = (sum(warm_lat) / len(warm_lat)) if warm_lat else 0.0
-            plan.window = max(DEFAULT_WINDOW, 10 * est)
+            period = plan.arrivals.period if plan.arrivals is not None else 0.0
+            plan.window = max(DEFAULT_WINDOW, 10 * est, 10 * period)
         deadline = self.t0 + (plan.max_duration if plan.max_duration is not None else 60.0)
         start = self.t0
         self.stable = False
@@ -192,6 +249,7 @@ class _Run:
             extra.update(window=plan.window, stability=plan.stability, max_duration=plan.max_duration)
         if self.looks > 1:
             extra.update(looks=self.looks, requested_duration=plan.duration)
+        extra.update(self.rate_extra())
         # what the engine says of how it ran (I/O mode, CUDA graphs, build time, prediction)
         extra.update(self.engine.measurement_extra(plan.batch))
         return extra
@@ -202,7 +260,8 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
             window: Any = None, telemetry: Any = None, environment: Optional[dict] = None,
             before_window: Optional[Callable[[], Any]] = None,
             telemetry_interval: Optional[float] = None,
-            extend: Optional[Callable[[Measurement, float], Optional[float]]] = None) -> Measurement:
+            extend: Optional[Callable[[Measurement, float], Optional[float]]] = None,
+            rate: Any = None, deadline: Any = None, seed: Any = None, strict: bool = True) -> Measurement:
     """Measure ``engine`` and return a Measurement on the engine's clock.
 
     ``engine``: an ``Engine``; an object that only runs like one (``infer(batch)`` and a
@@ -217,9 +276,17 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     measured so far (``measured``: in requested durations, 1.0 the first time); it returns how many
     more requested durations to measure on, back to back in the same window, or None to stop (the
     gate's sequential comparison, ``gate.extend``). Only a measurement by duration extends.
+
+    ``rate``: None (back to back) or an arrival rate (``run.arrival.parse_rate``: "30/s",
+    "poisson:30/s", 30); latencies then count from each call's arrival and the measurement gets
+    ``jitter`` and ``deadline_miss`` (``deadline``: a duration, default one period). ``seed``
+    draws Poisson arrivals (default: the engine's seed), mixed with the engine's name.
+    ``strict``: a rate the engine cannot keep up with, or a deadline every call misses, raises
+    ``arrival.RateError`` after the run.
     """
     engine = as_engine(engine)
-    plan = _plan(engine, duration, iterations, warmup, batch, stability, max_duration, window)
+    plan = _plan(engine, duration, iterations, warmup, batch, stability, max_duration, window,
+                 rate, deadline, seed, strict)
     now = engine.clock.now
 
     # warm-up: at least one iteration when asked for, so first-call costs stay out of the window
@@ -233,6 +300,8 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
 
     measured = MeasuredWindow.around(telemetry, telemetry_interval, what=plan.name)
     with measured:
+        if plan.arrivals is not None:
+            _ready_first(engine, plan.batch)  # its input ready before the first arrival
         run = _Run(engine, plan, now())
         if plan.mode == "adaptive":
             run.adaptive(warm_lat)
@@ -245,7 +314,27 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     m = _measurement(engine, plan.name, plan.batch, run.lat, run.dev, run.t_end - run.t0, summary,
                      windows, run.stable, environment, extra)
     m.telemetry_series = measured.series()
+    problem = run.rate_problem()
+    if problem:
+        raise arrival.RateError(problem)
     return m
+
+
+def _ready_first(engine: Engine, batch: int) -> None:
+    prepare = _call_of(engine, batch)[1]
+    if prepare is not None:
+        prepare()
+
+
+def _call_of(engine: Engine, batch: int) -> Tuple[Callable[[], Any], Optional[Callable[[], Any]]]:
+    """The timed call at each arrival and what readies its input beforehand: a workload that
+    splits the two (``prepare()`` then ``call()``, a measured function) keeps the preparation out
+    of the timed region; an engine runs ``infer(batch)`` on its pre-made inputs."""
+    prepare, call = getattr(engine, "prepare", None), getattr(engine, "call", None)
+    if callable(prepare) and callable(call):
+        return call, prepare
+    infer = engine.infer
+    return (lambda: infer(batch)), None
 
 
 def _measurement(engine: Engine, name: str, b: int, lat: List[float], dev: Optional[List[float]],

@@ -183,6 +183,22 @@ class Measurement:
     def latency_first(self) -> Optional[float]:
         return self._extra_seconds("latency_first")
 
+    @property
+    def jitter(self) -> Optional[float]:
+        """Standard deviation of the intervals between consecutive completions (s), at a rate."""
+        return self._extra_seconds("jitter")
+
+    @property
+    def deadline_miss(self) -> Optional[float]:
+        """Percent of calls whose latency from arrival exceeded the deadline, at a rate."""
+        missed = _numbers(self.extra.get("deadline_missed"))
+        return float(np.mean(missed)) if missed else None
+
+    @property
+    def max_rate(self) -> Optional[float]:
+        """The highest arrival rate (calls/s) that met ``perf.max_rate``'s bounds."""
+        return self._extra_seconds("max_rate")
+
     def _extra_seconds(self, key: str) -> Optional[float]:
         value = self.extra.get(key)
         return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None

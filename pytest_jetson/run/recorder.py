@@ -3,6 +3,9 @@
 from typing import Any, Callable, Dict, List, Optional
 
 from ..engines.base import as_engine
+from ..errors import ConfigError
+from ..metrics import METRICS
+from . import max_rate as rate_search
 from .harness import measure
 from .measurement import Measurement
 
@@ -68,6 +71,48 @@ class Recorder:
             kw["extend"] = self.extension(len(self.measurements))
         m = measure(engine, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
         return self.record(m)
+
+    #: ``parse(metric, text) -> Bound`` for perf.max_rate's bounds: the plugin hands the gate's
+    #: parser in (data flows run -> gate, so run/ does not import it)
+    parse_bound: Optional[Callable[[str, Any], Any]] = None
+    #: the seed of this test's arrival schedules (the plugin's: session seed and test id)
+    seed: Optional[int] = None
+
+    def max_rate(self, engine: Any, duration: Any = None, probe_duration: Any = "1s", warmup: Any = "1s",
+                 tolerance: float = rate_search.TOLERANCE, max_probes: int = rate_search.MAX_PROBES,
+                 **kw: Any) -> Measurement:
+        """Find the highest arrival rate at which ``engine`` (or a function) meets the bounds
+        given by metric name (``latency_p99="<= 33 ms"``, ``deadline_miss="<= 1 %"``; a string
+        the plugin parses, or a predicate on the value) and record a measurement of ``duration``
+        at that rate, with metric ``max_rate`` and the search in ``extra["max_rate_probes"]``.
+
+        Probes are short measurements (``probe_duration``, no telemetry, not recorded): first
+        back to back (the upper bound), then a search on the rate (``run.max_rate.search``).
+        Other keywords go to every measurement (``deadline=``, ``items=``, ...).
+        """
+        held = rate_search.checks({k: kw.pop(k) for k in list(kw) if k in METRICS}, self.parse_bound)
+        if "rate" in kw:
+            raise ConfigError(f"perf.max_rate: rate={kw['rate']!r} is what the search finds; drop it")
+        if self.seed is not None:
+            kw.setdefault("seed", self.seed)
+
+        def probe(rate: Optional[float], warm: Any) -> Measurement:
+            # back to back (the upper bound) there is no arrival for a deadline to count from
+            own = kw if rate is not None else {k: v for k, v in kw.items() if k != "deadline"}
+            m = self.measure(engine, duration=probe_duration, warmup=warm, rate=rate,
+                             telemetry="none", extend=None, **own)
+            self.measurements.pop()  # a probe is not what the test recorded
+            return m
+
+        peak_m = probe(None, warmup)
+        peak = peak_m.iterations / peak_m.duration if peak_m.duration > 0 else 0.0
+        found = rate_search.search(lambda r: probe(r, 0), lambda m: rate_search.meets(held, m), peak,
+                                   tolerance, max_probes, figure=lambda m: rate_search.figure(held, m),
+                                   what=rate_search.describe(held))
+        m = self.measure(engine, duration=duration, warmup=0, rate=found.rate, **kw)
+        m.extra.update(max_rate=found.rate, max_rate_peak=found.peak,
+                       max_rate_probes=[p.to_dict() for p in found.probes])
+        return m
 
     @property
     def last(self) -> Measurement:

@@ -14,6 +14,12 @@ One client serves the whole session (opening one costs a handshake and a thread 
 * ``jetson.power['tot']`` is the input rail when the board has one (``name``: VDD_IN, POM_5V_IN;
   VIN on Thor with jetson-stats 7.2) and the sum of the rails otherwise.
 
+The service reads on its own timer, and under full load it stalls (its thread starved, its socket
+slow): a window would then hold a gap where the load was highest. When no new data has come for
+``STALL_INTERVALS`` intervals, the source reads the board's files itself (``sysfs.SysfsSource``,
+the same INA3221/INA238 rails, devfreq and thermal files the service reads) until the service
+answers again, and the window's summary says how many samples came that way.
+
 When the service is missing, stopped, unreachable or of another jetson-stats version than this
 client, ``probe()`` says so with the command that fixes it, and ``open_source("auto")`` moves on
 to the next source with that reason.
@@ -25,8 +31,10 @@ import re
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..devices.detect import system_root
 from ..errors import TelemetryError
 from .base import Reading, Source, SourceDied
+from .sysfs import SysfsSource
 
 JTOP_MISSING = "jetson-stats is not installed: pip install 'pytest-jetson[jtop]'"
 RESTART = "sudo systemctl restart jtop.service"
@@ -34,6 +42,8 @@ RESTART = "sudo systemctl restart jtop.service"
 CLIENT_INTERVAL = 0.1
 #: Connection attempts while a just-woken service has no data yet.
 START_ATTEMPTS = 3
+#: Intervals without new data from the service after which the board's files are read directly.
+STALL_INTERVALS = 5
 _VERSIONS = re.compile(r"service:\s*\[([^\]]*)\]\s*and client:\s*\[([^\]]*)\]")
 
 
@@ -234,6 +244,12 @@ class JtopSource(Source):
         self.power_basis: Optional[str] = None
         self.effective_interval: Optional[float] = None
         self.gpu_name: Optional[str] = None
+        #: reads the board's files while the service stalls (None: this machine has none)
+        self._fallback: Optional[SysfsSource] = None
+        self._fresh_at: Optional[float] = None
+        self.stalled_reads = 0
+        self._stalled_since: Optional[float] = None
+        self._stalled_for = 0.0
 
     @classmethod
     def probe(cls) -> Optional[str]:
@@ -252,6 +268,10 @@ class JtopSource(Source):
         self.effective_interval = actual if actual and actual > 0 else interval
         # Data the service read before the window opened is not the window's.
         self._stamp = self._service_stamp()
+        self._fresh_at, self._stalled_since = None, None
+        self.stalled_reads, self._stalled_for = 0, 0.0
+        direct = SysfsSource(str(system_root()))
+        self._fallback = direct if direct.probe_instance() is None else None
 
     def _service_stamp(self) -> Any:
         try:
@@ -311,13 +331,41 @@ class JtopSource(Source):
             raise SourceDied(f"the jtop client lost the service ({not_running()})")
         stamp = self._service_stamp()
         if stamp is None or stamp == self._stamp:
-            return []
+            return self._while_stalled(now)
         self._stamp = stamp
+        self._fresh_at = now
+        if self._stalled_since is not None:
+            self._stalled_for += now - self._stalled_since
+            self._stalled_since = None
         return [self.read(now)]
+
+    def _while_stalled(self, now: float) -> List[Reading]:
+        """No new data from the service: nothing yet, or, once it has kept quiet for
+        ``STALL_INTERVALS`` intervals, a reading of the board's files themselves."""
+        if self._fresh_at is None:
+            self._fresh_at = now  # the window's first poll: the service's timer starts here
+        quiet = now - self._fresh_at
+        if self._fallback is None or quiet < STALL_INTERVALS * (self.effective_interval or CLIENT_INTERVAL):
+            return []
+        if self._stalled_since is None:
+            self._stalled_since = self._fresh_at
+        self.stalled_reads += 1
+        return [self._fallback.read(now)]
+
+    def window_notes(self, now: float) -> List[str]:
+        """What the window's summary says of the service: how long it stalled and how many
+        samples were read from the board's files instead."""
+        if not self.stalled_reads:
+            return []
+        stalled = self._stalled_for + (now - self._stalled_since if self._stalled_since is not None else 0.0)
+        return [f"telemetry source jtop: the jtop service gave no new data for {stalled:.3g} s in all; "
+                f"{self.stalled_reads} sample(s) were read from the board's files (sysfs) meanwhile"]
 
     def stop(self) -> None:
         # The client serves the session: it stays open for the next window.
         self._jetson = None
+        if self._fallback is not None:
+            self._fallback.stop()
 
 
 def _rails(power: Any) -> Tuple[Dict[str, float], Optional[float], Any]:

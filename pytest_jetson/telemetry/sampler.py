@@ -276,6 +276,9 @@ class Sampler:
                 f"{len(readings)} samples, no data from {last - self.start_time:.3g} s to the end "
                 f"({self.end_time - last:.3g} s)"
             )
+        notes = getattr(self.source, "window_notes", None)
+        if callable(notes):
+            warns += notes(self.end_time)
         if self._errors and self._died is None:
             warns.append(f"telemetry source {self.source.name}: {len(self._errors)} failed reads, last: {self._errors[-1]}")
         malformed = int(getattr(self.source, "malformed_lines", 0) or 0)

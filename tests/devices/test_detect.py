@@ -326,3 +326,41 @@ def test_a_header_whose_version_names_no_number_says_so_once_and_uses_dpkg(tmp_p
     assert said == ["/usr/include/aarch64-linux-gnu/NvInferVersion.h: NV_TENSORRT_MAJOR is "
                     "'TRT_MAJOR_ENTERPRISE', which the header does not define as a number; TensorRT's "
                     "version taken from dpkg (10.3.0.30)"]
+
+
+# nvfancontrol's files as on a JetPack 5/6 board: the configuration's layout as NVIDIA ships it
+# (and as MLPerf's Orin submission notes quote it), the status lines in the form `nvfancontrol -q`
+# prints and jetson-stats parses (jtop/core/fan.py: "<fan>:FAN_PROFILE:<value>").
+NVFAN_CONF = """POLLING_INTERVAL 2
+<FAN 1>
+\tTMARGIN ENABLED
+\tFAN_PROFILE quiet {
+\t\t#TEMP \tHYST\tPWM\tRPM
+\t\t0\t0 \t0 \t0
+\t}
+\tFAN_PROFILE cool {
+\t\t#TEMP \tHYST\tPWM\tRPM
+\t\t0\t0 \t255 \t2900
+\t}
+\tFAN_DEFAULT_CONTROL close_loop
+\tFAN_DEFAULT_PROFILE quiet
+\tFAN_DEFAULT_GOVERNOR pid
+"""
+NVFAN_STATUS = "FAN1:FAN_PROFILE:cool\nFAN1:FAN_GOVERNOR:pid\nFAN1:FAN_CONTROL:close_loop\n"
+
+
+def test_the_running_fan_profile_enters_the_fingerprint(tmp_path):
+    root = copy("orin-nano-8gb-jp60", tmp_path / "b")
+    write(root, d.NVFAN_CONF, NVFAN_CONF)
+    assert d.detect(root).fan_profile == "quiet"  # the default, until the daemon says otherwise
+    write(root, d.NVFAN_STATUS, NVFAN_STATUS)
+    found = d.detect(root)
+    assert found.fan_profile == "cool"
+    device = resolve_device("auto", root=root)
+    assert device.fingerprint()["fan_profile"] == "cool"
+    assert "fan cool" in device.header_line()
+
+
+def test_a_board_without_nvfancontrol_has_no_fan_profile_field(tmp_path):
+    device = resolve_device("auto", root=tree("nano-jp46"))
+    assert device.fan_profile is None and "fan_profile" not in device.fingerprint()

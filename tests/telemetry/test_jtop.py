@@ -136,6 +136,25 @@ def test_a_stalled_service_leaves_a_gap_not_repeated_samples(service):
     assert any(b - a >= 0.8 for a, b in s.gaps), s.gaps
 
 
+def test_a_stalled_service_is_bridged_by_the_board_files(service, monkeypatch):
+    svc = service("orin-nano-8gb-jp60")
+    monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(svc.tree))  # this process reads the same board
+    factory = TelemetryFactory(source="jtop", interval="20ms")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with factory.sample() as t:
+            time.sleep(0.6)
+            svc.pause()
+            time.sleep(1.5)
+            svc.resume()
+            time.sleep(0.6)
+    s = t.summary
+    assert s.source == "jtop" and not any(b - a >= 1.0 for a, b in s.gaps), s.gaps
+    said = [w for w in s.warnings if "read from the board's files" in w]
+    assert said and any("read from the board's files" in str(w.message) for w in caught)
+    assert s.power_mean_w is not None and s.power_mean_w > 0
+
+
 def test_one_client_serves_the_session(service, monkeypatch):
     service("orin-nano-8gb-jp51")
     made = []
