@@ -5,12 +5,23 @@ Every simulated engine, pool and telemetry source of one run shares one ``SimClo
 the one record of what runs when: engines and pools announce on it what they run (``announce``),
 and a telemetry source on the same clock reads the board under whatever load is running,
 whoever started it (``load_at``).
+
+A measured function's own Python runs on the host, not on the simulated board. While one runs
+(``host_begin`` .. ``host_end``), the host time it spends is measured with ``time.perf_counter``
+and added to virtual time scaled to the board's CPU, at checkpoints: when control passes into a
+simulated engine (its tick calls ``checkpoint`` first and ``resume`` after its own bookkeeping),
+at ``perf.stage`` edges and when the call ends. Virtual time never goes back: a stretch of host
+code is added in place, where it ran, and announced as a CPU load (the GPU idles meanwhile).
+Host timing follows one thread of control: the measured function's (threads it starts run
+alongside, uncounted).
 """
 
 import bisect
 import threading
 import time
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
+
+_perf_counter = time.perf_counter
 
 
 class SimClock:
@@ -24,6 +35,15 @@ class SimClock:
         #: [start, end, load] of every busy stretch announced, in order of start.
         self.loads: List[List[Any]] = []
         self._starts: List[float] = []
+        # host timing of a measured function (None: off): board s per host s, the perf_counter
+        # of the last checkpoint, the host s measured since host_begin, the load a host stretch
+        # is announced as (given the last engine load), the last stretch announced and load seen
+        self._host_scale: Optional[float] = None
+        self._host_t0 = 0.0
+        self._host_seconds = 0.0
+        self._host_load: Optional[Callable[[Any], Any]] = None
+        self._host_rec: Optional[List[Any]] = None
+        self._resident: Any = None
 
     def now(self) -> float:
         return self._now
@@ -32,6 +52,7 @@ class SimClock:
         """Record that ``load`` (a Prediction) runs from ``start`` to ``end``; the returned record's
         end may be moved later by its owner while the stretch continues."""
         rec = [float(start), float(end), load]
+        self._resident = load
         with self._lock:
             if self._starts and rec[0] < self._starts[-1]:  # a stretch announced after a later one
                 i = bisect.bisect_right(self._starts, rec[0])
@@ -69,6 +90,57 @@ class SimClock:
         with self._lock:
             self._now += seconds
             return self._now
+
+    # -- host code of a measured function --------------------------------------------------------
+    @property
+    def hosting(self) -> bool:
+        """Whether host time is being measured and added (between ``host_begin`` and ``host_end``)."""
+        return self._host_scale is not None
+
+    def host_begin(self, scale: float, load: Optional[Callable[[Any], Any]] = None) -> None:
+        """Start measuring host time: each host second adds ``scale`` virtual seconds at the next
+        checkpoint. ``load(resident)`` gives what a host stretch is announced as (``resident``:
+        the last load announced before it, whose memory stays in use), None announces nothing."""
+        self._host_load = load
+        self._host_seconds = 0.0
+        self._host_scale = float(scale)
+        self._host_t0 = _perf_counter()
+
+    def checkpoint(self) -> None:
+        """Add the host time since the last checkpoint (scaled) to virtual time, in place."""
+        scale = self._host_scale
+        if scale is None:
+            return
+        pc = _perf_counter()
+        dt = pc - self._host_t0
+        self._host_t0 = pc
+        if dt <= 0:
+            return
+        self._host_seconds += dt
+        with self._lock:
+            start = self._now
+            self._now = end = start + dt * scale
+        if self._host_load is None or end <= start:
+            return  # (a stretch too short to move the clock is not one: nothing to announce)
+        rec = self._host_rec
+        if rec is not None and rec[1] == start:
+            rec[1] = end  # host code right after host code: one stretch
+            return
+        resident = self._resident
+        self._host_rec = self.announce(self._host_load(resident), start, end)
+        self._resident = resident  # a host stretch does not free the engine's memory
+
+    def resume(self) -> None:
+        """Restart the host timer: what ran since the last checkpoint was not the function's own
+        code (an engine's or a stage's bookkeeping)."""
+        if self._host_scale is not None:
+            self._host_t0 = _perf_counter()
+
+    def host_end(self) -> float:
+        """Stop measuring host time (after a last checkpoint); the host seconds measured."""
+        self.checkpoint()
+        self._host_scale = None
+        return self._host_seconds
 
     def __repr__(self) -> str:
         return f"SimClock(now={self._now:.6f})"

@@ -318,6 +318,7 @@ def perf(request):
     session = request.config.pluginmanager.get_plugin(SESSION_NAME)
     if session is not None:
         recorder.extension = session.extension_for(request.node)
+        recorder.golden = session.golden_for(request.node)
     # perf.max_rate's bounds read as the marks' do; its arrivals seeded by the session and test
     recorder.parse_bound = parse
     recorder.seed = stream_seed(getattr(ctx, "seed", 0), request.node.nodeid)
@@ -421,7 +422,8 @@ def _parse_perf_marks(item):
         return []
     from .gate.bounds import parse_marks
 
-    return parse_marks(marks)
+    backends = item.config.stash.get(BACKENDS_KEY, None)
+    return parse_marks(marks, backends=backends.names() if backends is not None else None)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -546,8 +548,14 @@ class PerfSession:
     # -- the family of comparisons ---------------------------------------------------------------
     def pytest_collection_finish(self, session):
         """Count the session's relative comparisons once the selection is final: the gate divides
-        its error rate among them (on each xdist worker too: each collects the whole suite)."""
-        n = sum(1 for item in session.items for b in item.stash.get(BOUNDS_KEY, []) if b.relative)
+        its error rate among them (on each xdist worker too: each collects the whole suite). A
+        bound limited to other devices or backends is never compared here, so it is not counted."""
+        marked = [item.stash[BOUNDS_KEY] for item in session.items if BOUNDS_KEY in item.stash]
+        if not any(b.relative for bounds in marked for b in bounds):
+            return
+        from .gate.family import family_size
+
+        n = family_size(marked, device=self.ctx.fingerprint().get("device"), backend=self.ctx.backend)
         if n:
             self.gate().plan(n, budget=self.ctx.settings.budget)
 
@@ -565,6 +573,27 @@ class PerfSession:
             return self.gate().extension(self.key(item.nodeid), bounds, budget)
 
         return factory
+
+    def golden_for(self, item):
+        """``golden(name) -> Path``: where ``item``'s golden outputs live, beside its baselines."""
+
+        def golden(name):
+            from .gate.outputs import golden_path
+
+            return golden_path(self.gate().store.directory, self.key(item.nodeid), name)
+
+        return golden
+
+    def _output_verdicts(self, item, checks, result):
+        """The verdicts of the test's ``perf.check_outputs`` calls, added to its result."""
+        from .gate.outputs import verdicts
+
+        s, gate = self.ctx.settings, self.gate()
+        try:
+            result.verdicts += verdicts(checks, self.key(item.nodeid), update=s.update_baselines,
+                                        missing_baseline=s.missing_baseline, display=gate.display)
+        except (OSError, JetsonError) as exc:
+            result.error = f"output check of {item.name}: {exc}"
 
     # -- per test --------------------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -588,7 +617,8 @@ class PerfSession:
         bounds = item.stash.get(BOUNDS_KEY, [])
         recorder = item.stash.get(RECORDER_KEY, None)
         measurements = list(recorder.measurements) if recorder is not None else []
-        if not bounds and not measurements:
+        checks = list(getattr(recorder, "output_checks", None) or [])
+        if not bounds and not measurements and not checks:
             return
         from .gate.verdict import fails
         from .report import render
@@ -596,6 +626,8 @@ class PerfSession:
 
         result = self.gate().evaluate(self.key(item.nodeid), bounds, measurements, body_passed=rep.passed,
                                       test_name=item.name)
+        if checks and rep.passed:
+            self._output_verdicts(item, checks, result)
         rep.jetson = result
         for name, value in properties(result):
             item.user_properties.append((name, value))
@@ -702,10 +734,12 @@ class PerfSession:
         tr = terminalreporter
         table = []
         if self.results or self.counts.tests:
-            from .report import terminal
+            from .report import render, terminal
 
             table = terminal.summary(self.results, self.counts, title=self.ctx.describe(),
                                      width=tr._tw.fullwidth, show=self.ctx.settings.table)
+            if table:
+                table += render.workload_notes(self.results)
         if table or self.lines:
             tr.write_sep("-", "pytest-jetson perf gate")
             for line in table + self.lines:

@@ -50,7 +50,7 @@ class _Test:
 
 
 def _cells(v: Any, indent: str) -> List[str]:
-    return [indent + v.metric, render.value_text(v.metric, v.baseline, v.ci),
+    return [indent + render.subject(v), render.value_text(v.metric, v.baseline, v.ci),
             render.value_text(v.metric, v.value, v.ci), render.change_text(v.worse), v.bound,
             v.outcome_row.label]
 
@@ -139,7 +139,7 @@ def _details(tests: Sequence[_Test], verdicts: Sequence[Any], verbose: bool) -> 
             details.append(f"{v.outcome} {v.measurement}: {render.headline(v)}")
     said = [v for v in (shown if verbose else verdicts) if v.outcome_row.said_once]
     for v in said:
-        skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(v.metric)
+        skipped.setdefault((v.measurement, render.why_not_compared(v)), []).append(render.subject(v))
     details += [f"skip {key} ({', '.join(names)}): {why}" for (key, why), names in skipped.items()]
     return [""] + details if details else []
 

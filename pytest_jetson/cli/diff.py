@@ -7,12 +7,12 @@ OLD and NEW are each a baselines directory or a git revision (read with ``git sh
     pytest-jetson diff main HEAD        # two revisions
     pytest-jetson diff old/baselines baselines
 
-Per test and metric: the old and new value, the change in the metric's own terms ("3.2% worse")
-and whether it is significant: the test the store uses to decide whether a re-recording rewrites
-a metric (within-run errors of both, the run-to-run floor, a family-wise level over every metric
-compared), so "significant" means "more than re-recording the same code moves it". Entries only
-on one side are listed. Exit status: 0, or 1 with ``--exit-code`` when a significant change made
-something worse; 2 on unreadable input.
+Per test and metric (a stage's metrics as 'stage: metric'): the old and new value, the change in the
+metric's own terms ("3.2% worse") and whether it is significant: the test the store uses to decide
+whether a re-recording rewrites a metric (within-run errors of both, the run-to-run floor, a
+family-wise level over every metric compared), so "significant" means "more than re-recording the
+same code moves it". Entries only on one side are listed. Exit status: 0, or 1 with ``--exit-code``
+when a significant change made something worse; 2 on unreadable input.
 """
 
 import argparse
@@ -109,16 +109,27 @@ def change_words(metric: str, old: float, new: float) -> str:
     return f"{abs(change) * 100:.1f}% {'better' if better else 'worse'}"
 
 
-def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple[List[List[str]], int, int]:
-    """Rows (device, test, metric, old, new, change, significant) of the metrics that differ; the
-    number of significant changes that made things worse, and of metrics compared."""
+def _parts(entry: Dict) -> Dict[str, Dict]:
+    """An entry's metrics by the name a row shows: the whole's, then each stage's ('infer: latency_mean')."""
+    out = {"": entry.get("metrics") or {}}
+    for stage, part in sorted((entry.get("stages") or {}).items()):
+        out[f"{stage}: "] = part.get("metrics") or {}
+    return out
 
-    pairs = [(k, name) for k in sorted(set(old) & set(new)) for name in metrics
-             if name in (old[k].get("metrics") or {}) and name in (new[k].get("metrics") or {})]
+
+def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple[List[List[str]], int, int]:
+    """Rows (device, test, metric, old, new, change, significant) of the metrics that differ, a
+    stage's named 'stage: metric'; the number of significant changes that made things worse, and
+    of metrics compared."""
+    pairs = []
+    for k in sorted(set(old) & set(new)):
+        before, after = _parts(old[k]), _parts(new[k])
+        pairs += [(k, prefix, name) for prefix in after if prefix in before for name in metrics
+                  if name in before[prefix] and name in after[prefix]]
     alpha = REWRITE_ALPHA / max(len(pairs), 1)
     rows, worse = [], 0
-    for (rel, key), name in pairs:
-        a, b = old[(rel, key)]["metrics"][name], new[(rel, key)]["metrics"][name]
+    for (rel, key), prefix, name in pairs:
+        a, b = _parts(old[(rel, key)])[prefix][name], _parts(new[(rel, key)])[prefix][name]
         va, vb = float(a["value"]), float(b["value"])
         if va == vb:
             continue
@@ -127,7 +138,7 @@ def compare_entries(old: Entries, new: Entries, metrics: Sequence[str]) -> Tuple
         if sig and words.endswith("worse"):
             worse += 1
         device = rel.split("/", 1)[0] if "/" in rel else ""
-        rows.append([device, key, name, format_value(name, va), format_value(name, vb), words,
+        rows.append([device, key, prefix + name, format_value(name, va), format_value(name, vb), words,
                      "yes" if sig else "no"])
     return rows, worse, len(pairs)
 

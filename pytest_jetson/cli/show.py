@@ -72,15 +72,24 @@ class _Listing:
         except BaselineError as exc:
             self.errors.append(str(exc))
             return
-        group = [self._row(e) for e in sorted(entries, key=lambda e: natural_key(e["key"]))
-                 if self._wanted(e["fingerprint"])]
+        group: List[List[str]] = []
+        for e in sorted(entries, key=lambda e: natural_key(e["key"])):
+            if self._wanted(e["fingerprint"]):
+                group += [self._row(e)] + self._stage_rows(e)
+                self.entries += 1
         if group:
             self.body += [[name]] + group
-            self.entries += len(group)
 
     def _wanted(self, fp: Dict[str, Any]) -> bool:
         self.seen.append(fp.get("model") or "")
         return not self.models or any(same_model(fp.get("model"), w) for w in self.models)
+
+    def _stage_rows(self, e: Dict[str, Any]) -> List[List[str]]:
+        """A row per stage of the entry, under it: the stage's figures in the columns it has."""
+        stages = sorted((e.get("stages") or {}).items(), key=lambda kv: natural_key(kv[0]))
+        return [["    " + stage + ":", "", ""] + [value_text(m, values.get(m)) if m in values else ""
+                                                  for m in self.metrics]
+                for stage, values in stages]
 
     def _row(self, e: Dict[str, Any]) -> List[str]:
         key = e["key"].split("::", 1)[-1]

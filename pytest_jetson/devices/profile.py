@@ -68,6 +68,10 @@ class Profile:
     l2_cache_bytes: Optional[int] = None
     int8_tops_dense: Optional[float] = None
     sources: Dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    #: The CPU's single-core figure (``cpu.single_core``: ``score``, ``benchmark``, ``mhz`` the
+    #: clock it was measured at, ``source``), which scales a measured function's host time to
+    #: this board on the simulator; None where the profile has none.
+    cpu_single_core: Optional[Dict[str, Any]] = field(default=None, compare=False, hash=False)
     notes: Tuple[str, ...] = ()
     path: Optional[str] = field(default=None, compare=False, hash=False)
 
@@ -193,8 +197,23 @@ def load_profile(path: Path) -> Profile:
         power_modes=modes,
         default_power_mode=_require(data, "default_power_mode", path),
         sources=dict(data.get("sources", {})),
+        cpu_single_core=_single_core(cpu.get("single_core"), path),
         notes=tuple(data.get("notes", ())),
         path=str(path),
     )
     profile.power_mode(profile.default_power_mode)  # the default must be one of the modes
     return profile
+
+
+def _single_core(block: Any, path: Any) -> Optional[Dict[str, Any]]:
+    """``cpu.single_core`` checked: a positive ``score`` (and ``mhz`` where given)."""
+    if block is None:
+        return None
+    score = block.get("score") if isinstance(block, dict) else None
+    mhz = block.get("mhz") if isinstance(block, dict) else None
+    bad = [k for k, v in (("score", score), ("mhz", mhz)) if v is not None and (
+        isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0)]
+    if not isinstance(block, dict) or score is None or bad:
+        raise ConfigError(f"device profile {path}: cpu.single_core must be an object with a positive "
+                          f"'score' (and optionally 'mhz', 'benchmark', 'source'), not {block!r}")
+    return dict(block)

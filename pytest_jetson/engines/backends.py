@@ -153,16 +153,18 @@ def _onnxruntime_available() -> Optional[str]:
 
 def _open_simulated(model: Any, *, device: Any, clock: Any = None, seed: int = 0, precision: str = "fp16",
                     batch: int = 1, dla_core: Optional[int] = None, resolution: Any = None,
-                    processes: int = 1, **_: Any) -> Any:
+                    processes: int = 1, input_shape: Any = None, **_: Any) -> Any:
     from .simulated import SimulatedEngine
 
     return SimulatedEngine(model, device, precision=precision, batch=batch, dla_core=dla_core,
-                           clock=clock, seed=seed, resolution=resolution, processes=processes)
+                           clock=clock, seed=seed, resolution=resolution, processes=processes,
+                           input_shape=input_shape)
 
 
 def _open_onnxruntime(model: Any, *, device: Any = None, clock: Any = None, seed: int = 0,
                       precision: str = "fp16", batch: int = 1, dla_core: Optional[int] = None,
-                      resolution: Any = None, threads: Optional[int] = None, **_: Any) -> Any:
+                      resolution: Any = None, threads: Optional[int] = None, input_shape: Any = None,
+                      **_: Any) -> Any:
     from .onnxruntime import OnnxRuntimeEngine
 
     if dla_core is not None:
@@ -171,7 +173,7 @@ def _open_onnxruntime(model: Any, *, device: Any = None, clock: Any = None, seed
             "drop dla_core or use --jetson-backend tensorrt"
         )
     return OnnxRuntimeEngine(model, precision=precision, batch=batch, seed=seed,
-                             resolution=resolution, threads=threads)
+                             resolution=resolution, threads=threads, input_shape=input_shape)
 
 
 def _open_tensorrt(model: Any, *, device: Any = None, clock: Any = None, seed: int = 0,

@@ -84,6 +84,8 @@ class Engine:
         self.dla_core: Optional[int] = None
         #: The device's own time of the last ``infer`` call (backends whose row says device_time).
         self.last_device_time: Optional[float] = None
+        #: what ``input_ranges`` returns (a backend with dynamic sizes sets it when opening)
+        self._input_ranges: Dict[str, Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]] = {}
         self.closed = False
 
     # -- running on pre-made inputs (what the harness times) ------------------------------------
@@ -153,42 +155,84 @@ class Engine:
                               "not say what outputs it returns (it sets no output specs)")
         return list(self.outputs)
 
-    def __call__(self, inputs: Any) -> Outputs:
-        """One batch on the caller's ``inputs`` (an array for a one-input engine, a sequence in
-        ``input_specs`` order, or a mapping by name); the outputs by name. The batch is the
-        inputs' first dimension; shapes and dtypes must match ``input_specs``."""
+    def __call__(self, inputs: Any = None, *, outputs: str = "host", **named: Any) -> Any:
+        """One inference on the caller's inputs; the outputs by name.
+
+        The inputs: ``engine(x)`` (one-input engine), ``engine([a, b])`` (``input_specs`` order),
+        ``engine({"images": x})`` or ``engine(images=x)``. Numpy arrays everywhere; on a backend
+        with ``device_inputs`` (TensorRT) also arrays already on the GPU (``__cuda_array_interface__``:
+        CuPy, PyTorch CUDA tensors, Numba; pycuda's ``GPUArray`` and ``DeviceAllocation``), used in
+        place without a copy. The batch is the inputs' first dimension; the other dimensions must
+        match ``input_specs`` except where the engine takes a range (``input_ranges``: the
+        dynamic dimensions of its profile). ``outputs="device"`` (TensorRT) returns the engine's own
+        device buffers (``DeviceView``, valid until the next call) instead of numpy copies."""
         if self.closed:
             raise EngineError(f"{self.name}: called on a closed engine")
-        feeds, batch = self._feeds(inputs)
+        if inputs is not None and named:
+            raise EngineError(f"{self.name}: inputs given both positionally and by name "
+                              f"({', '.join(sorted(named))}); pass engine(x), engine([a, b]), "
+                              "engine({'name': x}) or engine(name=x), one form at a time")
+        if inputs is None and not named:
+            raise EngineError(f"{self.name}: no inputs given; the engine takes "
+                              f"{', '.join(_shown_spec(s, self.input_ranges.get(s.name)) for s in self.input_specs)} "
+                              "(engine.infer() runs on inputs it makes itself)")
+        if not isinstance(outputs, str) or outputs not in ("host", "device"):
+            shown = outputs if isinstance(outputs, str) else type(outputs).__name__
+            raise EngineError(f"{self.name}: outputs={shown!r} is not 'host' (numpy arrays) or "
+                              "'device' (the engine's device buffers); an input named 'outputs' "
+                              "goes in a dict: engine({'outputs': x})")
+        feeds, batch = self._feeds(named if inputs is None else inputs)
+        if outputs == "device":
+            return self._run_on_device(feeds, batch)
         return self._run(feeds, batch)
 
-    def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Outputs:
+    #: Whether ``engine(x)`` takes inputs already on the GPU (without a copy).
+    device_inputs = False
+
+    @property
+    def input_ranges(self) -> Dict[str, Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]]:
+        """Inputs whose dimensions besides the batch may vary from call to call: name -> (smallest,
+        largest) shape without the batch, None where unbounded. Inputs not named take exactly
+        their ``input_specs`` shape."""
+        return dict(getattr(self, "_input_ranges", None) or {})
+
+    def _run(self, feeds: Dict[str, Any], batch: int) -> Outputs:
         raise Unsupported(f"{self.name or type(self).__name__}: the {self.backend} backend runs only "
                           "on the inputs it makes itself (engine.infer()), not on the caller's")
 
-    def _feeds(self, inputs: Any) -> Tuple[Dict[str, np.ndarray], int]:
+    def _run_on_device(self, feeds: Dict[str, Any], batch: int) -> Any:
+        raise Unsupported(f"{self.name or type(self).__name__}: the {self.backend} backend returns "
+                          "outputs on the host only; call engine(x) without outputs='device'")
+
+    def _feeds(self, inputs: Any) -> Tuple[Dict[str, Any], int]:
         specs = self.input_specs
+        ranges = self.input_ranges
         named = _by_name(inputs, specs, self.name)
-        batches = set()
-        feeds = {}
-        for spec in specs:
-            if spec.name not in named:
-                raise EngineError(f"{self.name}: input {spec.name!r} is missing; the inputs are "
-                                  f"{', '.join(s.name for s in specs)}")
-            arr = np.asarray(named[spec.name])
-            want = spec.shape[1:]
-            if arr.ndim != len(spec.shape) or tuple(arr.shape[1:]) != tuple(want):
-                raise EngineError(f"{self.name}: input {spec.name!r} has shape {tuple(arr.shape)}; "
-                                  f"the engine takes (batch, {', '.join(map(str, want))})")
-            if arr.dtype != np.dtype(spec.dtype):
-                raise EngineError(f"{self.name}: input {spec.name!r} is {arr.dtype}; the engine takes "
-                                  f"{np.dtype(spec.dtype)} (convert with .astype)")
-            batches.add(int(arr.shape[0]) if arr.ndim else 1)
-            feeds[spec.name] = np.ascontiguousarray(arr)
         extra = sorted(set(named) - {s.name for s in specs})
         if extra:
             raise EngineError(f"{self.name}: the engine has no input {extra[0]!r}; the inputs are "
                               f"{', '.join(s.name for s in specs)}")
+        batches = set()
+        feeds: Dict[str, Any] = {}
+        for spec in specs:
+            if spec.name not in named:
+                raise EngineError(f"{self.name}: input {spec.name!r} is missing; the inputs are "
+                                  f"{', '.join(s.name for s in specs)}")
+            value = named[spec.name]
+            dev = device_array(value, spec)
+            if dev is not None and not self.device_inputs:
+                raise EngineError(
+                    f"{self.name}: input {spec.name!r} is an array on the GPU ({type(value).__name__}); "
+                    f"the {self.backend} backend runs on the host: pass a numpy array (CuPy: x.get(); "
+                    "PyTorch: x.cpu().numpy())")
+            arr = dev if dev is not None else np.asarray(value)
+            shape, dtype = tuple(arr.shape), np.dtype(arr.dtype)
+            self._check_shape(spec, shape, ranges.get(spec.name))
+            if dtype != np.dtype(spec.dtype):
+                raise EngineError(f"{self.name}: input {spec.name!r} is {dtype}; the engine takes "
+                                  f"{np.dtype(spec.dtype)} (convert with .astype)")
+            batches.add(int(shape[0]) if shape else 1)
+            feeds[spec.name] = dev if dev is not None else np.ascontiguousarray(arr)
         if len(batches) > 1:
             raise EngineError(f"{self.name}: the inputs disagree on the batch ({sorted(batches)}); "
                               "give every input the same first dimension")
@@ -196,6 +240,18 @@ class Engine:
         if batch != self.batch:
             batch = self.check_batch(batch)
         return feeds, batch
+
+    def _check_shape(self, spec: TensorSpec, shape: Tuple[int, ...],
+                     rng: Optional[Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]]) -> None:
+        want = tuple(spec.shape[1:])
+        rest = tuple(shape[1:])
+        if len(shape) == len(spec.shape):
+            if rng is None and rest == want:
+                return
+            if rng is not None and all(lo <= d and (hi is None or d <= hi) for d, lo, hi in zip(rest, *rng)):
+                return
+        raise EngineError(f"{self.name}: input {spec.name!r} has shape {tuple(shape)}; the engine takes "
+                          f"{_shown_dims(spec, rng)}")
 
     # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -300,6 +356,19 @@ def as_engine(obj: Any) -> Engine:
         "and implement _infer(batch)); this object has no infer(batch) and clock")
 
 
+def _shown_dims(spec: TensorSpec, rng: Optional[Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]]) -> str:
+    """``(batch, 3, 480, 640)``, or with ranges ``(batch, 3, 32..960, 1..)``."""
+    if rng is None:
+        dims = [str(d) for d in spec.shape[1:]]
+    else:
+        dims = [str(lo) if lo == hi else f"{lo}..{'' if hi is None else hi}" for lo, hi in zip(*rng)]
+    return f"(batch{''.join(', ' + d for d in dims)})"
+
+
+def _shown_spec(spec: TensorSpec, rng: Optional[Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]]) -> str:
+    return f"{spec.name!r} {_shown_dims(spec, rng)} {np.dtype(spec.dtype)}"
+
+
 def _by_name(inputs: Any, specs: Sequence[TensorSpec], where: str) -> Mapping[str, Any]:
     if isinstance(inputs, Mapping):
         return inputs
@@ -312,6 +381,166 @@ def _by_name(inputs: Any, specs: Sequence[TensorSpec], where: str) -> Mapping[st
         raise EngineError(f"{where}: {len(inputs)} inputs given, the engine takes {len(specs)} "
                           f"({', '.join(s.name for s in specs)})")
     return {s.name: x for s, x in zip(specs, inputs)}
+
+
+# -- arrays on the GPU ---------------------------------------------------------------------------
+class DeviceArray:
+    """An input the caller holds in GPU memory: its pointer, shape, dtype and (C order) strides,
+    read from ``__cuda_array_interface__`` (CuPy, PyTorch, Numba, pycuda's GPUArray) or, for a bare
+    pycuda ``DeviceAllocation`` (no shape of its own), taken to hold the input at its spec's shape.
+    ``stream``: the stream the producer last wrote it on (interface version 3), None when the
+    producer says no synchronisation is needed."""
+
+    __slots__ = ("obj", "ptr", "shape", "dtype", "strides", "stream")
+
+    def __init__(self, obj: Any, ptr: int, shape: Tuple[int, ...], dtype: Any,
+                 strides: Optional[Tuple[int, ...]], stream: Optional[int]) -> None:
+        self.obj, self.ptr, self.shape, self.dtype = obj, int(ptr), tuple(int(d) for d in shape), np.dtype(dtype)
+        self.strides, self.stream = strides, stream
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    @property
+    def contiguous(self) -> bool:
+        if self.strides is None:
+            return True
+        expect, step = [], self.dtype.itemsize
+        for d in reversed(self.shape):
+            expect.append(step)
+            step *= d
+        return all(d == 1 or s == e for d, s, e in zip(self.shape, self.strides, reversed(expect)))
+
+
+def device_array(value: Any, spec: Optional[TensorSpec] = None) -> Optional[DeviceArray]:
+    """``value`` as a DeviceArray when it lives on the GPU; None for anything else (numpy arrays,
+    lists). A pycuda ``DeviceAllocation`` carries no shape: it is taken to hold ``spec``."""
+    if isinstance(value, np.ndarray):
+        return None
+    iface = getattr(value, "__cuda_array_interface__", None)
+    if isinstance(iface, Mapping) and "data" in iface:
+        strides = iface.get("strides")
+        return DeviceArray(value, int(iface["data"][0]), tuple(iface["shape"]), np.dtype(iface["typestr"]),
+                           None if strides is None else tuple(int(s) for s in strides), iface.get("stream"))
+    gpudata = getattr(value, "gpudata", None)
+    if gpudata is not None and hasattr(value, "shape") and hasattr(value, "dtype"):
+        # a pycuda GPUArray of a version without the interface
+        ptr = getattr(value, "ptr", None)
+        return DeviceArray(value, int(gpudata) if ptr is None else int(ptr), tuple(value.shape),
+                           value.dtype, tuple(getattr(value, "strides", ()) or ()) or None, None)
+    if type(value).__name__ == "DeviceAllocation" and hasattr(value, "__int__") and spec is not None:
+        return DeviceArray(value, int(value), spec.shape, spec.dtype, None, None)
+    return None
+
+
+def given_shape(where: str, input_name: str, rank: int, batch: int, input_shape: Any) -> Optional[List[int]]:
+    """The user's ``input_shape=`` for one input as a full shape (batch first), or None when it
+    does not name this input. ``input_shape``: one shape for every input, or a dict by input
+    name; each with or without the batch dimension, or a (smallest, usual, largest) triple of
+    shapes (a TensorRT profile's range; this is the usual one)."""
+    got = given_profile(where, input_name, rank, batch, input_shape)
+    return None if got is None else got[1]
+
+
+def given_profile(where: str, input_name: str, rank: int, batch: int, input_shape: Any
+                  ) -> Optional[Tuple[List[int], List[int], List[int]]]:
+    """``input_shape=`` for one input as (smallest, usual, largest) full shapes; all three the same
+    for a single shape; None when it does not name this input."""
+    if input_shape is None:
+        return None
+    if isinstance(input_shape, Mapping):
+        shape = input_shape.get(input_name)
+        if shape is None:
+            return None
+    else:
+        shape = input_shape
+    if isinstance(shape, (list, tuple)) and len(shape) == 3 and all(isinstance(x, (list, tuple)) for x in shape):
+        lo, opt, hi = (_one_shape(where, input_name, rank, batch, x, input_shape) for x in shape)
+        if not all(a <= b <= c for a, b, c in zip(lo, opt, hi)):
+            raise EngineError(f"{where}: input_shape for {input_name!r} gives the range {tuple(lo[1:])}, "
+                              f"{tuple(opt[1:])}, {tuple(hi[1:])}; give (smallest, usual, largest) with "
+                              "each dimension growing from one to the next")
+        return lo, opt, hi
+    one = _one_shape(where, input_name, rank, batch, shape, input_shape)
+    return one, one, one
+
+
+def _one_shape(where: str, input_name: str, rank: int, batch: int, shape: Any, input_shape: Any) -> List[int]:
+    try:
+        dims = [int(d) for d in shape]
+    except (TypeError, ValueError):
+        raise EngineError(f"{where}: input_shape={input_shape!r} is not a shape; give one as a tuple of "
+                          "ints, e.g. input_shape=(3, 480, 640), or a dict by input name") from None
+    if len(dims) == rank - 1:
+        dims = [batch] + dims
+    if len(dims) != rank:
+        raise EngineError(f"{where}: input_shape={tuple(shape)} has {len(dims)} dimensions, input "
+                          f"{input_name!r} has {rank}; give its shape with or without the batch "
+                          "dimension, e.g. input_shape=(3, 640, 640)")
+    if dims[0] != batch:
+        raise EngineError(f"{where}: input_shape={tuple(shape)} says batch {dims[0]} but the engine "
+                          f"is opened with batch={batch}; leave the batch out of input_shape")
+    return dims
+
+
+def onnx_dims(path: Path, where: str) -> Dict[str, Tuple[Optional[int], ...]]:
+    """Each graph input's dims as the file gives them (None where dynamic)."""
+    proto = _read_onnx(path, where)
+    inits = {i.name for i in proto.graph.initializer}
+    return {vi.name: tuple(int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
+                           for d in vi.type.tensor_type.shape.dim)
+            for vi in proto.graph.input if vi.name not in inits}
+
+
+def shape_inputs(specs: Sequence[TensorSpec], dims: Mapping[str, Sequence[Optional[int]]], batch: int,
+                 input_shape: Any, where: str, required: bool) -> List[TensorSpec]:
+    """``specs`` with the dynamic dimensions besides the batch sized by ``input_shape``. Where an
+    input has such dimensions and ``input_shape`` does not size them: an error naming them and the
+    fix when ``required``, else the spec as it was (1 for each)."""
+    if isinstance(input_shape, Mapping):
+        unknown = sorted(set(input_shape) - {s.name for s in specs})
+        if unknown:
+            raise EngineError(f"{where}: input_shape names {unknown[0]!r}, which is no input of the "
+                              f"model; its inputs are {', '.join(s.name for s in specs)}")
+    out = []
+    for spec in specs:
+        d = tuple(dims.get(spec.name, spec.shape))
+        given = given_shape(where, spec.name, len(d), batch, input_shape)
+        dynamic = [i for i, x in enumerate(d) if i and x is None]
+        if given is None:
+            if dynamic and required:
+                shown = "x".join("?" if x is None else str(x) for x in d)
+                example = ", ".join("H" if i == len(d) - 2 else "W" if i == len(d) - 1 else
+                                    ("?" if x is None else str(x)) for i, x in enumerate(d) if i)
+                raise EngineError(
+                    f"{where}: input {spec.name!r} has dynamic dimension(s) "
+                    f"{', '.join(map(str, dynamic))} besides the batch ({shown}); open it with "
+                    f"input_shape=({example}) (one item, without the batch; a dict by input name "
+                    "for several inputs)")
+            out.append(spec)
+            continue
+        for i, (fixed, size) in enumerate(zip(d, given)):
+            if i and fixed is not None and fixed != size:
+                raise EngineError(f"{where}: input_shape gives dimension {i} of {spec.name!r} as "
+                                  f"{size}, the model fixes it at {fixed}")
+            if size < 1:
+                raise EngineError(f"{where}: input_shape={tuple(given)} for {spec.name!r} has a "
+                                  "dimension below 1")
+        out.append(TensorSpec(spec.name, (spec.shape[0],) + tuple(given[1:]), spec.dtype))
+    return out
+
+
+def dynamic_ranges(dims: Mapping[str, Sequence[Optional[int]]]
+                   ) -> Dict[str, Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]]:
+    """Inputs with dynamic dimensions besides the batch -> (smallest, largest) shape without the
+    batch: a dynamic dimension takes any size (1..), a fixed one only its own."""
+    out = {}
+    for name, d in dims.items():
+        rest = tuple(d[1:])
+        if any(x is None for x in rest):
+            out[name] = (tuple(1 if x is None else x for x in rest), tuple(rest))
+    return out
 
 
 def engine_name(model: str, precision: str, batch: int, dla_core: Optional[int] = None) -> str:
@@ -408,17 +637,20 @@ def graph_io(model_proto: Any, batch: int) -> Tuple[List[TensorSpec], List[Tenso
     return inputs, outputs, fixed
 
 
-def read_onnx_io(path: Path, batch: int, where: str) -> Tuple[List[TensorSpec], List[TensorSpec], Optional[int]]:
+def _read_onnx(path: Path, where: str) -> Any:
     import onnx
 
     try:
-        proto = onnx.load(str(path), load_external_data=False)
+        return onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # onnx raises DecodeError, OSError, ... for a file it cannot read
         raise ModelError(
             f"{where}: {str(path)!r} is not a readable ONNX file ({type(exc).__name__}: {exc}); "
             "re-export the model or pass a zoo name"
         ) from None
-    return graph_io(proto, batch)
+
+
+def read_onnx_io(path: Path, batch: int, where: str) -> Tuple[List[TensorSpec], List[TensorSpec], Optional[int]]:
+    return graph_io(_read_onnx(path, where), batch)
 
 
 def make_inputs(specs: Sequence[TensorSpec], batch: int, seed: int = 0) -> Dict[str, np.ndarray]:

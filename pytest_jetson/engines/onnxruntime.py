@@ -3,6 +3,9 @@
 For real measurements where no board is present, and for testing the harness and the pools with
 real work. The CPU runs the graph in fp32 whatever precision was asked for; the engine keeps the
 requested precision as its label (so tests and baselines line up) and says so once in a warning.
+
+A graph with dynamic dimensions besides the batch (a detector's height and width) is opened at
+``input_shape=`` (what ``infer`` runs on); ``engine(x)`` takes any size the graph allows.
 """
 
 import time
@@ -16,12 +19,16 @@ from ..errors import EngineError, ModelError
 from ..models.reference import resolve
 from .base import (
     Engine,
+    TensorSpec,
     check_open_batch,
     check_precision,
+    dynamic_ranges,
     engine_name,
     make_inputs,
+    onnx_dims,
     read_onnx_io,
     resolve_onnx,
+    shape_inputs,
 )
 
 _warned_precision = set()
@@ -52,7 +59,7 @@ class OnnxRuntimeEngine(Engine):
 
     def __init__(self, model: Any, precision: str = "fp32", batch: int = 1, seed: int = 0,
                  resolution: Any = None, threads: Optional[int] = None,
-                 providers: Optional[List[str]] = None) -> None:
+                 providers: Optional[List[str]] = None, input_shape: Any = None) -> None:
         super().__init__()
         ref = resolve(model)
         label = ref.name
@@ -69,6 +76,9 @@ class OnnxRuntimeEngine(Engine):
                 f"{self.name}: {str(self.path)!r} has a fixed batch of {fixed}; open it with "
                 f"batch={fixed} or export the ONNX with a dynamic batch dimension"
             )
+        dims = onnx_dims(self.path, where)
+        self.inputs = shape_inputs(self.inputs, dims, self.batch, input_shape, self.name, required=True)
+        self._input_ranges = dynamic_ranges(dims)
         if self.precision != "fp32" and self.precision not in _warned_precision:
             _warned_precision.add(self.precision)
             warnings.warn(
@@ -99,8 +109,11 @@ class OnnxRuntimeEngine(Engine):
         self._made[self.batch] = make_inputs(self.inputs, self.batch, seed)
         self.seed = seed
         t1 = time.perf_counter()
-        self.infer(self.batch)  # allocates the arena, so memory counts what a run holds
+        first = self.infer(self.batch)  # allocates the arena, so memory counts what a run holds
         t2 = time.perf_counter()
+        # outputs whose size follows a dynamic input are known once the graph ran at input_shape
+        self.outputs = [TensorSpec(s.name, tuple(first[s.name].shape), first[s.name].dtype)
+                        if s.name in first else s for s in self.outputs]
         #: the session's graph optimisation is onnxruntime's build; the first run allocates its arena
         self.build_time, self.latency_first = t1 - t0, t2 - t1
         after = _rss()

@@ -3,22 +3,30 @@
 ``infer`` returns zero outputs of the right shapes and dtypes and advances the shared virtual
 clock by the simulator's per-batch latency with its seeded noise, so the harness times it exactly
 as it times a real engine, and a 10 s measurement costs milliseconds. Called on the caller's
-inputs (``engine(inputs)``) it does the same and returns fresh zero outputs. Each stretch of
+inputs (``engine(inputs)``) it does the same and returns fresh zero outputs. An ONNX file with
+dynamic dimensions besides the batch (a detector's height and width) is opened at
+``input_shape=`` (or ``resolution=``) and analysed at that shape; a call with another size is
+priced at that size (one prediction per shape, cached), as a pipeline feeding crops of varying
+size is on the board. Each stretch of
 back-to-back inferences is announced on the clock with its prediction (``SimClock.announce``,
 the one way the simulated telemetry source learns what runs), so that source reads the board
 under that load, however the engine is driven.
 """
 
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+import time
+import warnings
+import zlib
+from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from .. import sim
 from ..clock import SimClock
 from ..devices.device import as_device
-from ..errors import EngineError, SimulationError
+from ..errors import EngineError, ModelError, SimulationError
 from ..models import zoo
 from ..models.reference import resolve
+from ..sim import workload
 from ..sim.noise import LatencyNoise
 from .base import (
     Engine,
@@ -26,13 +34,40 @@ from .base import (
     check_onnx_path,
     check_open_batch,
     check_precision,
+    dynamic_ranges,
     engine_name,
+    given_shape,
     graph_io,
+    onnx_dims,
     read_onnx_io,
+    shape_inputs,
 )
 
 #: Noise is drawn this many iterations at a time (one numpy call instead of one per infer).
 NOISE_CHUNK = 2048
+
+
+class OutputShapeWarning(UserWarning):
+    """The simulator could not size an output at the input size given (it returns a placeholder)."""
+
+
+def _hw(resolution: Any) -> Tuple[int, int]:
+    if isinstance(resolution, (int, np.integer)):
+        return int(resolution), int(resolution)
+    h, w = resolution
+    return int(h), int(w)
+
+
+def _zoo_resolution(name: str, label: str, batch: int, resolution: Any, input_shape: Any) -> Any:
+    """A zoo model is built at a resolution: ``input_shape=`` gives it as its height and width."""
+    given = given_shape(name, "input", 4, batch, input_shape)
+    if given is None:
+        return resolution
+    hw = (given[2], given[3])
+    if resolution is not None and _hw(resolution) != hw:
+        raise EngineError(f"{name}: input_shape={tuple(given[1:])} and resolution={resolution!r} disagree "
+                          f"on the height and width; give one of them")
+    return hw
 
 
 def _zoo_io(name: str, batch: int, resolution: Any) -> Tuple[List[TensorSpec], List[TensorSpec]]:
@@ -46,7 +81,8 @@ class SimulatedEngine(Engine):
 
     def __init__(self, model: Any, device: Any, precision: str = "fp16", batch: int = 1,
                  dla_core: Optional[int] = None, clock: Any = None, seed: int = 0,
-                 resolution: Any = None, processes: int = 1, harness: Any = None) -> None:
+                 resolution: Any = None, processes: int = 1, harness: Any = None,
+                 input_shape: Any = None) -> None:
         super().__init__()
         ref = resolve(model)
         label = ref.name
@@ -77,21 +113,28 @@ class SimulatedEngine(Engine):
                 )
             self.accelerator = "dla"
 
+        # keyed by the batch, or by (batch, input shapes) for a call at another size
+        self._predictions: Dict[Hashable, Any] = {}
+        self._noise: Dict[Hashable, Any] = {}
+        self._iters: Dict[Hashable, Iterator[float]] = {}
+        self._outputs: Dict[Hashable, Dict[str, np.ndarray]] = {}
+        self._shape_outputs: Dict[Any, List[TensorSpec]] = {}
+        self._warned_unsized = False
+        #: host seconds spent inside ``engine(x)`` calls pricing sizes and making outputs: the
+        #: simulator's own work, not the board's (a function measured around these calls
+        #: subtracts it from the host time it scales to the board)
+        self.host_time_s = 0.0
+        #: the file's dynamic input sizes the engine was opened at (a ``workload.file_shapes`` key)
+        self._shapes: Any = None
+        self._path: Any = None
         if ref.is_file:
-            path = check_onnx_path(model, where)
-            self.inputs, self.outputs, fixed = read_onnx_io(path, self.batch, where)
-            if fixed is not None and fixed != self.batch:
-                raise EngineError(
-                    f"{self.name}: {str(path)!r} has a fixed batch of {fixed}; open it with "
-                    f"batch={fixed} or export the ONNX with a dynamic batch dimension"
-                )
+            self._open_file(check_onnx_path(model, where), where, input_shape)
         else:
+            if input_shape is not None:
+                self.resolution = resolution = _zoo_resolution(self.name, label, self.batch, resolution,
+                                                               input_shape)
             self.inputs, self.outputs = _zoo_io(label, self.batch, resolution)
 
-        self._predictions: Dict[int, Any] = {}
-        self._noise: Dict[int, Any] = {}
-        self._iters: Dict[int, Iterator[float]] = {}
-        self._outputs: Dict[int, Dict[str, np.ndarray]] = {}
         self.prediction = self._predict(self.batch)
         self.memory_bytes = self._memory(self.prediction)
         self._advance = self.clock.advance
@@ -101,6 +144,59 @@ class SimulatedEngine(Engine):
         self._busy_batch = 0
         self._default_outputs = self._infer_outputs(self.batch)
 
+    def _open_file(self, path: Any, where: str, input_shape: Any) -> None:
+        self._path = path
+        self.inputs, self.outputs, fixed = read_onnx_io(path, self.batch, where)
+        if fixed is not None and fixed != self.batch:
+            raise EngineError(
+                f"{self.name}: {str(path)!r} has a fixed batch of {fixed}; open it with "
+                f"batch={fixed} or export the ONNX with a dynamic batch dimension"
+            )
+        dims = onnx_dims(path, where)
+        ranges = dynamic_ranges(dims)
+        if not ranges:
+            if input_shape is not None:  # still checked: a shape the file contradicts is an error
+                shape_inputs(self.inputs, dims, self.batch, input_shape, self.name, required=False)
+            return
+        given = input_shape
+        if given is None and self.resolution is not None:
+            hw = _hw(self.resolution)
+            given = {name: (d[1],) + hw for name, d in dims.items() if len(d) == 4 and d[1] is not None}
+        self.inputs = shape_inputs(self.inputs, dims, self.batch, given, self.name, required=True)
+        opened = {s.name: tuple(s.shape[1:]) for s in self.inputs}
+        try:
+            self._shapes = workload.file_shapes(path, self.resolution, opened)
+        except ModelError as exc:
+            raise EngineError(f"{self.name}: {exc}") from None
+        self._input_ranges = ranges
+        self.outputs = self._outputs_at(self._shapes)
+
+    def _outputs_at(self, shapes: Any) -> List[TensorSpec]:
+        """The output specs (at the engine's batch) of the file analysed at ``shapes``."""
+        specs = self._shape_outputs.get(shapes)
+        if specs is not None:
+            return specs
+        stats = workload.file_stats(self._path, shapes)
+        specs = []
+        unsized = []
+        for spec, shape in zip(self.outputs, stats.output_shapes):
+            full = tuple(int(d) for d in shape) if shape and all(isinstance(d, int) and d > 0 for d in shape) \
+                else None
+            if full is None or len(full) != len(spec.shape):
+                specs.append(spec)
+                unsized.append(spec.name)
+            else:
+                specs.append(TensorSpec(spec.name, (self.batch,) + full[1:], spec.dtype))
+        self._shape_outputs[shapes] = specs
+        if unsized and not self._warned_unsized:
+            self._warned_unsized = True
+            warnings.warn(f"{self.name}: ONNX shape inference cannot size output(s) {', '.join(map(repr, unsized))} "
+                          f"at the input size given; the simulated engine returns them at "
+                          f"{', '.join(str(s.shape) for s in specs if s.name in unsized)} (its outputs are "
+                          "zeros in any case: compare outputs on the onnxruntime or tensorrt backend)",
+                          OutputShapeWarning, stacklevel=4)
+        return specs
+
     def _infer_outputs(self, batch: int) -> Dict[str, np.ndarray]:
         out = self._outputs[batch] = {
             s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in self.outputs
@@ -108,18 +204,24 @@ class SimulatedEngine(Engine):
         return out
 
     # -- simulation -----------------------------------------------------------------------------
-    def _predict(self, batch: int) -> Any:
-        pred = self._predictions.get(batch)
+    def _predict(self, key: Hashable) -> Any:
+        """The prediction for ``key``: a batch at the opened shapes, or (batch, input shapes)."""
+        pred = self._predictions.get(key)
         if pred is None:
+            batch, shapes = key if isinstance(key, tuple) else (key, self._shapes)
+            if shapes is not None:  # a file with dynamic sizes: priced at these
+                res, given = None, dict(shapes)
+            else:
+                res, given = self.resolution, None
             try:
                 pred = sim.predict(self.device, self.model, self.precision, batch,
                                    processes=self.processes, accelerator=self.accelerator,
-                                   harness=self.harness, resolution=self.resolution)
+                                   harness=self.harness, resolution=res, input_shape=given)
             except SimulationError:
                 raise
             except (KeyError, ValueError) as exc:
                 raise EngineError(f"{self.name}: the simulator cannot run this engine: {exc}") from None
-            self._predictions[batch] = pred
+            self._predictions[key] = pred
         return pred
 
     def _memory(self, pred: Any) -> Optional[int]:
@@ -128,12 +230,14 @@ class SimulatedEngine(Engine):
             per_process = pred.memory / max(1, self.processes)
         return None if per_process is None else int(per_process)
 
-    def _draws(self, batch: int) -> Iterator[float]:
-        """The next chunk of noisy latencies for ``batch``, as a plain iterator (cheap to step)."""
+    def _draws(self, batch: Hashable) -> Iterator[float]:
+        """The next chunk of noisy latencies for ``batch`` (a prediction key), as a plain
+        iterator (cheap to step)."""
         noise = self._noise.get(batch)
         if noise is None:
-            # one stream per (seed, batch): another batch size must not shift this one's noise
-            noise = self._noise[batch] = LatencyNoise(self.seed * 1000003 + batch)
+            # one stream per (seed, batch, shape): another batch size must not shift this one's noise
+            salt = batch if isinstance(batch, int) else zlib.crc32(repr(batch).encode())
+            noise = self._noise[batch] = LatencyNoise(self.seed * 1000003 + salt)
         pred = self._predict(batch)
         t = self.clock.now()
         if hasattr(noise, "sample_prediction"):
@@ -145,7 +249,7 @@ class SimulatedEngine(Engine):
         self._iters[batch] = it
         return it
 
-    def _step(self, batch: int) -> float:
+    def _step(self, batch: Hashable) -> float:
         it = self._iters.get(batch)
         if it is not None:
             for lat in it:
@@ -153,7 +257,15 @@ class SimulatedEngine(Engine):
         return next(self._draws(batch))
 
     def _tick(self, batch: int) -> None:
-        """One inference on the virtual clock, announced as load (a running stretch grows)."""
+        """One inference on the virtual clock, announced as load (a running stretch grows).
+
+        Inside a measured function (the clock ``hosting``), the host code that ran before this
+        call is first added to virtual time (``checkpoint``); the host timer restarts after this
+        bookkeeping (``resume``), which is the simulator's, not the function's."""
+        clock = self.clock
+        hosting = getattr(clock, "hosting", False)
+        if hosting:
+            clock.checkpoint()
         t0 = self._now()
         t1 = self._advance(self._step(batch))
         if t1 is None:  # a virtual clock whose advance returns nothing
@@ -164,6 +276,8 @@ class SimulatedEngine(Engine):
         else:
             self._busy = self._announce(self._predictions[batch], t0, t1)
             self._busy_batch = batch
+        if hosting:
+            clock.resume()
 
     def infer(self, batch: Optional[int] = None) -> Dict[str, np.ndarray]:
         # the hot path of every simulated measurement: kept to a few attribute lookups
@@ -179,13 +293,43 @@ class SimulatedEngine(Engine):
         out = self._outputs.get(batch)
         return out if out is not None else self._infer_outputs(batch)
 
-    def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Dict[str, np.ndarray]:
-        self._tick(batch)
+    #: nothing reads the inputs' values, so arrays on a GPU (a pipeline written for the board) do
+    device_inputs = True
+
+    def _run(self, feeds: Dict[str, Any], batch: int) -> Dict[str, np.ndarray]:
+        t0 = time.perf_counter()
+        key: Hashable = batch
+        outputs = self.outputs
+        if self._input_ranges:
+            shapes = tuple(sorted((name, tuple(int(d) for d in feeds[name].shape[1:]))
+                                  for name in self._input_ranges))
+            if shapes != self._shapes:
+                key = (batch, shapes)
+                outputs = self._outputs_at(shapes)  # a new size: its graph analysed once (~0.1 s)
+        self._tick(key)  # type: ignore[arg-type]
         # fresh arrays: a pipeline may write into what it was given
-        return {s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in self.outputs}
+        out = {s.name: np.zeros(s.with_batch(batch).shape, dtype=s.dtype) for s in outputs}
+        self.host_time_s += time.perf_counter() - t0
+        return out
 
     def measurement_extra(self, batch: int) -> Dict[str, Any]:
         return {"prediction": self._predict(batch).to_dict()}
+
+    def prediction_at(self, batch: Optional[int] = None, input_shape: Any = None) -> Any:
+        """The simulator's prediction at ``batch`` and ``input_shape`` (a shape without the batch, or
+        a dict by input name; default: the shape the engine was opened at)."""
+        b = self.batch if batch is None else self.check_batch(batch)
+        if input_shape is None or not self._input_ranges:
+            return self._predict(b)
+        shapes = []
+        for name in sorted(self._input_ranges):
+            spec = next(s for s in self.inputs if s.name == name)
+            given = given_shape(self.name, name, len(spec.shape), b, input_shape)
+            shape = tuple(spec.shape[1:]) if given is None else tuple(given[1:])
+            self._check_shape(spec, (b,) + shape, self._input_ranges[name])
+            shapes.append((name, shape))
+        key = tuple(shapes)
+        return self._predict(b if key == self._shapes else (b, key))
 
     def prediction_for(self, batch: Optional[int] = None) -> Any:
         """The simulator's prediction for ``batch`` (default: the engine's batch)."""

@@ -27,6 +27,7 @@ from ..units import parse_size
 from . import cache as plan_cache
 from . import tensorrt_build as tb
 from .base import (
+    DeviceArray,
     Engine,
     TensorSpec,
     check_open_batch,
@@ -38,7 +39,7 @@ from .base import (
 )
 from .qdq import has_qdq, qdq_copy
 from .tensorrt_dtypes import numpy_dtype
-from .tensorrt_run import IO_MODES, Binding, ProcessContext, Runner
+from .tensorrt_run import DEFAULT_IO, IO_MODES, Binding, DeviceView, ProcessContext, Runner
 
 INSTALL_HINT = (
     "on a Jetson, TensorRT's Python bindings come with JetPack: `sudo apt install python3-libnvinfer` "
@@ -48,6 +49,8 @@ INSTALL_HINT = (
     "or onnxruntime"
 )
 DLA_PRECISIONS = tb.DLA_PRECISIONS
+#: Alignment TensorRT requires of a tensor's address (NvInferRuntime.h, setTensorAddress)
+ALIGNMENT = 256
 #: The optimization profile an execution context starts on, and the one every engine runs
 PROFILE = 0
 
@@ -77,6 +80,17 @@ def import_pycuda() -> Any:
     except ImportError as exc:
         raise EngineError(f"the tensorrt backend needs pycuda ({exc}); {INSTALL_HINT}") from None
     return cuda
+
+
+def _device_index(obj: Any) -> Optional[int]:
+    """The CUDA device an array says it is on (PyTorch: ``.device.index``, CuPy: ``.device.id``);
+    None where it does not say."""
+    device = getattr(obj, "device", None)
+    for attr in ("index", "id"):
+        value = getattr(device, attr, None)
+        if isinstance(value, int):
+            return value
+    return None
 
 
 class TensorRTEngine(Engine):
@@ -119,7 +133,7 @@ class TensorRTEngine(Engine):
         try:
             with self._ctx.current():
                 self.board = self._board(device)
-                self.io = io or ("mapped" if self._ctx.integrated else "device")
+                self.io = io or DEFAULT_IO
                 if not self.plan_file:
                     self.precision, note = tb.effective_precision(
                         self.name, self.precision, self.board, dla_core is not None, precision_fallback)
@@ -185,7 +199,8 @@ class TensorRTEngine(Engine):
             module=plan_cache.module_identity(self.device, ctx.gpu_name), sm_count=ctx.sm_count,
             compute_capability=ctx.compute_capability,
             options={"precision": self.precision, "batch": self.batch, "dla_core": self.dla_core,
-                     "gpu_fallback": self.dla_core is not None, "workspace": workspace,
+                     "gpu_fallback": self.dla_core is not None,
+                     "workspace": tb.effective_workspace(trt, workspace),
                      "int8": mode, "resolution": resolution,
                      "input_shape": None if input_shape is None else repr(input_shape)},
         )
@@ -354,20 +369,27 @@ class TensorRTEngine(Engine):
             hi_b = hi[0] if hi_b is None else min(hi_b, hi[0])
         return lo_b, int(hi_b or self.batch)
 
-    def _input_shape(self, b: Binding, batch: int) -> Tuple[int, ...]:
+    def _input_shape(self, b: Binding, batch: int, largest: bool = False) -> Tuple[int, ...]:
+        """The input's shape at ``batch``: its dynamic dimensions besides the batch at the profile's
+        usual size (``opt``), or at its largest (what buffers are allocated for)."""
         shape = list(self._engine_shape(b))
         if any(d < 0 for d in shape):
-            hi = self._profile(b)[2]
-            shape = [batch if i == 0 else (hi[i] if d < 0 else d) for i, d in enumerate(shape)]
+            _lo, opt, hi = self._profile(b)
+            size = hi if largest else opt
+            shape = [batch if i == 0 else (size[i] if d < 0 else d) for i, d in enumerate(shape)]
         return tuple(shape)
 
-    def _set_shapes(self, batch: int) -> Dict[str, Tuple[int, ...]]:
-        """Set the input shapes for ``batch`` on the context; the shapes of every tensor."""
+    def _set_shapes(self, batch: int, given: Optional[Dict[str, Tuple[int, ...]]] = None,
+                    largest: bool = False) -> Dict[str, Tuple[int, ...]]:
+        """Set the input shapes for ``batch`` on the context (``given``: inputs at another size,
+        shapes without the batch); the shapes of every tensor."""
         ctx = self._context
         shapes: Dict[str, Tuple[int, ...]] = {}
         for b in self._bindings:
             if b.is_input:
-                shape = self._input_shape(b, batch)
+                shape = self._input_shape(b, batch, largest)
+                if given and b.name in given:
+                    shape = (batch,) + tuple(given[b.name])
                 mark = self._logger.heard.mark()
                 ok = ctx.set_input_shape(b.name, shape) if self._v3 else ctx.set_binding_shape(b.index, shape)
                 if ok is False:
@@ -375,7 +397,10 @@ class TensorRTEngine(Engine):
                     raise EngineError(
                         f"{self.name}: TensorRT refused input shape {shape} for {b.name!r} on "
                         f"{self.board.label}: the engine's profile covers {lo} to {hi}. Open the "
-                        f"engine with batch={batch}" + tb.quote(self._logger.heard.since(mark, 1), 4))
+                        f"engine with batch={batch}"
+                        + ("" if not given else " and input_shape= a (smallest, usual, largest) range "
+                           "that holds this size")
+                        + tb.quote(self._logger.heard.since(mark, 1), 4))
                 shapes[b.name] = shape
         for b in self._bindings:
             if not b.is_input:
@@ -391,7 +416,7 @@ class TensorRTEngine(Engine):
             if not lo <= self.batch <= hi:
                 raise EngineError(f"{self.name}: the plan file's profile covers batch {lo} to {hi}, "
                                   f"not {self.batch}; open it with batch={hi}")
-        shapes = self._set_shapes(self.max_batch)
+        shapes = self._set_shapes(self.max_batch, largest=True)
         for b in self._bindings:
             b.allocate(cuda, shapes[b.name], self.io)
             if self._v3:
@@ -404,11 +429,22 @@ class TensorRTEngine(Engine):
         specs = {b.name: TensorSpec(b.name, shapes[b.name], b.dtype) for b in self._bindings}
         self.inputs = [specs[b.name] for b in self._bindings if b.is_input]
         self.outputs = [specs[b.name] for b in self._bindings if not b.is_input]
+        self._input_ranges = self._ranges()
         act = getattr(self._engine, "device_memory_size_v2", None)
         if act is None:  # before TensorRT 10.1 (deprecated from there)
             act = getattr(self._engine, "device_memory_size", 0)
         io_bytes = sum(b.host.nbytes for b in self._bindings)
         self.memory_bytes = int(act or 0) + self._plan_bytes + io_bytes
+
+    def _ranges(self) -> Dict[str, Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]]:
+        """Inputs whose profile spans sizes besides the batch: name -> (min, max) without it."""
+        out: Dict[str, Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]] = {}
+        for b in self._bindings:
+            if b.is_input and any(d < 0 for d in self._engine_shape(b)[1:]):
+                lo, _opt, hi = self._profile(b)
+                if tuple(lo[1:]) != tuple(hi[1:]):
+                    out[b.name] = (tuple(lo[1:]), tuple(hi[1:]))
+        return out
 
     def _fill_inputs(self, seed: int) -> None:
         feeds = make_inputs([TensorSpec(b.name, b.host.shape, b.dtype) for b in self._bindings if b.is_input],
@@ -441,13 +477,46 @@ class TensorRTEngine(Engine):
         self.last_device_time = runner.last
         return out
 
-    def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Dict[str, np.ndarray]:
-        # the caller's inputs go into the bound buffers, so a later infer() runs on them too
+    #: arrays already on the GPU are bound in place (set_tensor_address / the bindings array)
+    device_inputs = True
+
+    def _run(self, feeds: Dict[str, Any], batch: int) -> Dict[str, np.ndarray]:
+        # the caller's host inputs go into the bound buffers, so a later infer() runs on them too
+        return self._call(feeds, batch, False)
+
+    def _run_on_device(self, feeds: Dict[str, Any], batch: int) -> Dict[str, DeviceView]:
+        return self._call(feeds, batch, True)
+
+    def _call(self, feeds: Dict[str, Any], batch: int, on_device: bool) -> Any:
         runner = self._runner
         assert runner is not None
-        out = self._in_context(runner.run_once, batch, feeds)
+        for name, value in feeds.items():
+            if isinstance(value, DeviceArray):
+                self._check_device_input(name, value)
+        spec_shape = {s.name: tuple(s.shape[1:]) for s in self.inputs}
+        given = {name: tuple(feeds[name].shape[1:]) for name in self._input_ranges
+                 if tuple(feeds[name].shape[1:]) != spec_shape[name]}
+        out = self._in_context(runner.run_once, batch, feeds, given or None, on_device)
         self.last_device_time = runner.last
         return out
+
+    def _check_device_input(self, name: str, arr: DeviceArray) -> None:
+        where = f"{self.name}: input {name!r} on the GPU ({type(arr.obj).__name__})"
+        if not arr.contiguous:
+            raise EngineError(f"{where} is not contiguous (strides {arr.strides} for shape {arr.shape}); "
+                              "TensorRT reads dense C-order tensors: pass a contiguous copy "
+                              "(CuPy: cupy.ascontiguousarray(x); PyTorch: x.contiguous())")
+        if arr.ptr == 0:
+            raise EngineError(f"{where} has a null device pointer (freed, or an empty array)")
+        if arr.ptr % ALIGNMENT:
+            # NvInferRuntime.h, setTensorAddress: "The pointer must have at least 256-byte alignment."
+            raise EngineError(f"{where} starts at {arr.ptr:#x}, not on a {ALIGNMENT}-byte boundary as "
+                              "TensorRT requires (a slice into a larger array?): pass a fresh contiguous "
+                              "copy (CuPy: x.copy(); PyTorch: x.clone())")
+        device = _device_index(arr.obj)
+        if device is not None and device != 0:
+            raise EngineError(f"{where} is on CUDA device {device}; the engine runs on device 0 "
+                              "(move it with .to('cuda:0') / cupy.cuda.Device(0))")
 
     def timed_run(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
                   latencies: List[float], ends: List[float], gpu_times: Optional[List[float]]) -> float:

@@ -29,11 +29,23 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EngineError, ModelError
 from ..fileio import write_atomic
+from .base import given_profile, given_shape
 from .dla_log import names_in, placement_counts
 
 #: trtexec's --workspace default before TensorRT 8.3 (samples/common/sampleOptions.h at 8.2.1:
 #: ``defaultWorkspace{16}``, in MiB)
 TRTEXEC_WORKSPACE = 16 << 20
+
+
+def effective_workspace(trt: Any, workspace: Optional[int]) -> Optional[int]:
+    """The workspace a build gets for ``workspace=`` (None: TensorRT's own default): what the
+    plan cache keys on, so a plan built under one default is not reused under another. Before
+    the memory pools of 8.3 that default was 0 bytes and the build sets trtexec's 16 MiB."""
+    if workspace is not None:
+        return int(workspace)
+    parts = re.findall(r"\d+", str(getattr(trt, "__version__", "")))[:2]
+    pools = len(parts) < 2 or (int(parts[0]), int(parts[1])) >= (8, 3)
+    return None if pools else TRTEXEC_WORKSPACE
 #: Placeholder int8 dynamic range of uncalibrated tensors, before TensorRT 10.1 (trtexec:
 #: layer inputs +-2, outputs +-4, pooling outputs as their input).
 RANGE_IN, RANGE_OUT = 2.0, 4.0
@@ -175,25 +187,7 @@ def _resolution_hw(resolution: Any) -> Optional[Tuple[int, int]]:
 
 def explicit_shape(name: str, input_name: str, rank: int, batch: int, input_shape: Any) -> Optional[List[int]]:
     """The user's ``input_shape=`` for one input, as a full shape (batch first), or None."""
-    if input_shape is None:
-        return None
-    if isinstance(input_shape, dict):
-        shape = input_shape.get(input_name)
-        if shape is None:
-            return None
-    else:
-        shape = input_shape
-    dims = [int(d) for d in shape]
-    if len(dims) == rank - 1:
-        dims = [batch] + dims
-    if len(dims) != rank:
-        raise EngineError(f"{name}: input_shape={tuple(shape)} has {len(dims)} dimensions, input "
-                          f"{input_name!r} has {rank}; give its shape with or without the batch "
-                          "dimension, e.g. input_shape=(3, 640, 640)")
-    if dims[0] != batch:
-        raise EngineError(f"{name}: input_shape={tuple(shape)} says batch {dims[0]} but the engine "
-                          f"is opened with batch={batch}; leave the batch out of input_shape")
-    return dims
+    return given_shape(name, input_name, rank, batch, input_shape)
 
 
 def profile_shapes(name: str, input_name: str, dims: Sequence[int], batch: int, dla: bool,
@@ -202,12 +196,13 @@ def profile_shapes(name: str, input_name: str, dims: Sequence[int], batch: int, 
     """(min, opt, max) for one network input with dynamic dimensions (None when it has none).
 
     The batch dimension runs 1..batch (static at ``batch`` on a DLA); every other dynamic
-    dimension takes its size from ``input_shape`` or ``resolution`` (height, width of a 4-D
-    input) and is an error without one: a guessed 1 would benchmark a 1x1 image."""
+    dimension takes its size from ``input_shape`` (one shape, or a (smallest, usual, largest)
+    triple: a range of sizes the engine takes from call to call) or ``resolution`` (height,
+    width of a 4-D input) and is an error without one: a guessed 1 would benchmark a 1x1 image."""
     dims = [int(d) for d in dims]
     if not any(d < 0 for d in dims):
         return None
-    given = explicit_shape(name, input_name, len(dims), batch, input_shape)
+    triple = given_profile(name, input_name, len(dims), batch, input_shape)
     hw = _resolution_hw(resolution)
     lo: List[int] = []
     opt: List[int] = []
@@ -220,12 +215,19 @@ def profile_shapes(name: str, input_name: str, dims: Sequence[int], batch: int, 
             opt.append(batch)
             hi.append(batch)
             continue
-        if given is not None:
-            size = given[i]
-            if d >= 0 and size != d:
+        if triple is not None:
+            sizes = [t[i] for t in triple]
+            if d >= 0 and any(size != d for size in sizes):
                 raise EngineError(f"{name}: input_shape gives dimension {i} of {input_name!r} as "
-                                  f"{size}, the model fixes it at {d}")
-        elif d >= 0:
+                                  f"{sizes[1] if sizes[1] != d else max(sizes)}, the model fixes it at {d}")
+            if dla and sizes[0] != sizes[2]:
+                raise EngineError(f"{name}: the DLA runs static shapes only; give input_shape one "
+                                  f"shape, not a range, or dla_core=None")
+            lo.append(sizes[0])
+            opt.append(sizes[1])
+            hi.append(sizes[2])
+            continue
+        if d >= 0:
             size = d
         elif hw is not None and len(dims) == 4 and i in (2, 3):
             size = hw[i - 2]

@@ -1,11 +1,16 @@
 """Running a TensorRT engine with pycuda, timed the way trtexec times it (samples/common/
 sampleInference.cpp).
 
-- I/O (``io=``): ``"mapped"`` (the default on an integrated GPU such as every Jetson's) puts inputs
-  and outputs in page-locked host memory mapped into the GPU's address space: zero copies, as an
-  application on unified memory runs. ``"device"`` (the default on a discrete GPU) uses device
-  buffers filled once: no copies in the timed loop (``trtexec --noDataTransfers``). ``"host"`` copies
-  inputs in and outputs out around every inference (trtexec's default on a discrete GPU).
+- I/O (``io=``): ``"device"`` (the default, on every GPU) uses ``cudaMalloc`` buffers filled once:
+  no copies in the timed loop (``trtexec --noDataTransfers``), the memory trtexec's engine reads.
+  ``"mapped"`` puts inputs and outputs in page-locked host memory mapped into the GPU's address
+  space: zero copies, as an application on unified memory runs; but the CUDA for Tegra application
+  note lists pinned memory as uncached on Jetsons without I/O coherency (Nano, TX2: compute
+  capability below 7.2), so kernels reading it run slower there than on device memory, and the
+  figure would measure the memory type as much as the engine. ``"host"`` copies inputs in and
+  outputs out around every inference (trtexec's default host latency). The simulator's default
+  harness (``sim.harness_model``, "plugin") describes this default: no copies, a CUDA graph, two
+  inferences in flight.
 - The timed loop keeps two inferences in flight (trtexec's default ``--exposeDMA`` off): enqueue
   one, then wait for the one before it, so the GPU never idles while the host waits. CUDA events
   around each inference give its latency (first copy or kernel to last) and its GPU compute time
@@ -13,6 +18,13 @@ sampleInference.cpp).
 - CUDA graphs (``trtexec --useCudaGraph``): with cuda-python installed the enqueue is captured once
   per shape and replayed; without it, or when TensorRT's enqueue cannot be captured, the loop
   enqueues directly and says why.
+- The caller's inputs (``engine(x)``): numpy arrays are written into the engine's page-locked
+  buffers (zero copy when mapped; one host-to-device copy from there otherwise); arrays already on
+  the GPU are bound in place for the call (``set_tensor_address``, or the bindings array before
+  8.5) and restored after, with no copy and no CUDA graph (a graph replays the addresses it was
+  captured with). A call at another size than the bound one sets the input shapes for it and
+  runs without a graph too. ``outputs="device"`` returns the engine's own output buffers as
+  ``DeviceView`` objects (``__cuda_array_interface__``), valid until the engine's next inference.
 - Teardown frees every buffer, event, stream and graph while the CUDA context is still current:
   pycuda skips (silently) frees whose context is gone, and as the CUDA runtime inside TensorRT
   keeps the primary context alive, such buffers would leak for the life of the process.
@@ -28,9 +40,12 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..errors import EngineError
+from .base import DeviceArray
 from .cuda_graphs import Graph, capture, import_cudart
 
 IO_MODES = ("mapped", "device", "host")
+#: what ``io=None`` means, on an integrated GPU as on a discrete one (see the module docstring)
+DEFAULT_IO = "device"
 #: Inferences in flight in the timed loop (trtexec: 1 + overlap, overlap on by default).
 IN_FLIGHT = 2
 
@@ -148,6 +163,31 @@ class Binding:
         self.address = 0
 
 
+class DeviceView:
+    """An output left on the GPU: the engine's own buffer, exposed with ``__cuda_array_interface__``
+    (version 3) so CuPy (``cupy.asarray(v)``), PyTorch (``torch.as_tensor(v, device="cuda")``) and
+    Numba read it without a copy. Valid until the engine's next inference, which overwrites it,
+    and never after the engine is closed: copy what must outlive either."""
+
+    __slots__ = ("ptr", "shape", "dtype", "_engine")
+
+    def __init__(self, ptr: int, shape: Tuple[int, ...], dtype: Any, engine: str) -> None:
+        self.ptr, self.shape, self.dtype, self._engine = int(ptr), tuple(shape), np.dtype(dtype), engine
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        # stream None: the engine synchronised its stream before returning
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
+                "strides": None, "version": 3, "stream": None}
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"<DeviceView of {self._engine}: {self.shape} {self.dtype} at {self.ptr:#x}>"
+
+
 class Slot:
     """The events of one inference in flight."""
 
@@ -161,7 +201,7 @@ class Runner:
     """Buffers, stream and events of one execution context; runs it once or back to back."""
 
     def __init__(self, cuda: Any, context: Any, bindings: List[Binding], io: str, v3: bool,
-                 set_shapes: Callable[[int], Dict[str, Tuple[int, ...]]], graphs: bool, name: str) -> None:
+                 set_shapes: Callable[..., Dict[str, Tuple[int, ...]]], graphs: bool, name: str) -> None:
         self.cuda = cuda
         self.context = context
         self.bindings = bindings
@@ -175,7 +215,8 @@ class Runner:
         self.ptrs = [0] * (max((b.index for b in bindings), default=-1) + 1)
         for b in bindings:
             self.ptrs[b.index] = b.address
-        self.bound: Optional[int] = None
+        #: (batch, inputs at other sizes or None) the context's shapes are set for
+        self.bound: Optional[Tuple[int, Any]] = None
         #: host seconds of the first enqueue through its completion: what a first inference costs
         self.first_s: Optional[float] = None
         #: host seconds of the last capture and instantiation of a graph (the warm-up excluded)
@@ -190,17 +231,25 @@ class Runner:
         self.failed = ""
 
     # -- shapes ---------------------------------------------------------------------------------
-    def bind(self, batch: int) -> Dict[str, Tuple[int, ...]]:
-        shapes = self.set_shapes(batch)
+    def bind(self, batch: int, given: Optional[Dict[str, Tuple[int, ...]]] = None) -> Dict[str, Tuple[int, ...]]:
+        """Set the shapes for ``batch`` (``given``: inputs at another size than the usual, as a
+        caller's call has them) and the host views at them. At the usual sizes, as the timed
+        loop runs, the inputs go to the device once and the enqueue is captured in a graph."""
+        shapes = self.set_shapes(batch, given) if given else self.set_shapes(batch)
         for b in self.bindings:
             n = int(np.prod(shapes[b.name]))
             b.view = b.host.reshape(-1)[:n].reshape(shapes[b.name])
+        self.bound = (batch, None if not given else tuple(sorted(given.items())))
+        if given:
+            if self.graph is not None:  # captured at other shapes
+                self.graph.destroy()
+                self.graph = None
+            return shapes
         if self.io == "device":
             for b in self.bindings:
                 if b.is_input:  # filled once: no copies in the loop
                     self.cuda.memcpy_htod_async(b.device, b.view, self.stream)
             self.stream.synchronize()
-        self.bound = batch
         self._capture()
         return shapes
 
@@ -231,15 +280,17 @@ class Runner:
             return bool(self.context.execute_async_v3(self.stream.handle))
         return bool(self.context.execute_async_v2(bindings=self.ptrs, stream_handle=self.stream.handle))
 
-    def _launch(self, slot: Slot) -> None:
+    def _launch(self, slot: Slot, in_place: Any = ()) -> None:
+        """Enqueue one inference on ``slot``; ``in_place``: inputs bound at the caller's device
+        addresses (no copy for them, no graph)."""
         cuda, stream = self.cuda, self.stream
         slot.start.record(stream)
         if self.io == "host":
             for b in self.bindings:
-                if b.is_input:
+                if b.is_input and b.name not in in_place:
                     cuda.memcpy_htod_async(b.device, b.view, stream)
         slot.c0.record(stream)
-        ok = self.graph.launch() if self.graph is not None else self._enqueue_direct()
+        ok = self.graph.launch() if self.graph is not None and not in_place else self._enqueue_direct()
         if not ok:
             raise EngineError(f"{self.name}: TensorRT failed to enqueue the batch")
         slot.c1.record(stream)
@@ -249,18 +300,26 @@ class Runner:
                     cuda.memcpy_dtoh_async(b.view, b.device, stream)
         slot.end.record(stream)
 
-    def run_once(self, batch: int, feeds: Optional[Dict[str, np.ndarray]] = None) -> Dict[str, np.ndarray]:
-        """One inference, synchronised, on the bound inputs or on ``feeds`` (copied in first); the
-        outputs copied out (they outlive the engine). ``last``: its device time (CUDA events)."""
-        if batch != self.bound:
-            self.bind(batch)
-        if feeds is not None:
-            self._load(feeds)
+    def run_once(self, batch: int, feeds: Optional[Dict[str, Any]] = None,
+                 given: Optional[Dict[str, Tuple[int, ...]]] = None, on_device: bool = False) -> Dict[str, Any]:
+        """One inference, synchronised, on the bound inputs or on ``feeds`` (numpy arrays copied
+        in first, ``DeviceArray`` inputs bound in place); ``given``: inputs at another size than
+        the usual. The outputs copied out (they outlive the engine), or with ``on_device`` the
+        engine's own output buffers (``DeviceView``). ``last``: its device time (CUDA events)."""
+        if (batch, None if not given else tuple(sorted(given.items()))) != self.bound:
+            self.bind(batch, given)
+        in_place = self._load(feeds) if feeds is not None else {}
         t0 = time.perf_counter()
         slot = self.slots[0]
-        self._launch(slot)
-        slot.end.synchronize()
-        if self.io == "device":
+        if in_place:
+            self._bind_in_place(in_place)
+        try:
+            self._launch(slot, in_place)
+            slot.end.synchronize()
+        finally:
+            if in_place:
+                self._bind_in_place({})
+        if self.io == "device" and not on_device:
             for b in self.bindings:
                 if not b.is_input:
                     self.cuda.memcpy_dtoh_async(b.view, b.device, self.stream)
@@ -268,14 +327,45 @@ class Runner:
         if self.first_s is None:
             self.first_s = time.perf_counter() - t0
         self.last = slot.end.time_since(slot.start) * 1e-3
+        if on_device:
+            if self.io == "host":
+                self.stream.synchronize()
+            return {b.name: DeviceView(b.address, b.view.shape, b.dtype, self.name)
+                    for b in self.bindings if not b.is_input}
         return {b.name: np.array(b.view) for b in self.bindings if not b.is_input}
 
-    def _load(self, feeds: Dict[str, np.ndarray]) -> None:
+    def _load(self, feeds: Dict[str, Any]) -> Dict[str, DeviceArray]:
+        """Numpy inputs into the bound buffers; the inputs already on the GPU, by name."""
+        in_place: Dict[str, DeviceArray] = {}
         for b in self.bindings:
-            if b.is_input:
-                b.view[...] = feeds[b.name]
-                if self.io == "device":  # the timed loop copies no inputs: they live on the device
-                    self.cuda.memcpy_htod_async(b.device, b.view, self.stream)
+            if not b.is_input:
+                continue
+            value = feeds[b.name]
+            if isinstance(value, DeviceArray):
+                in_place[b.name] = value
+                continue
+            b.view[...] = value
+            if self.io == "device":  # the timed loop copies no inputs: they live on the device
+                self.cuda.memcpy_htod_async(b.device, b.view, self.stream)
+        if any(a.stream not in (None, 1) for a in in_place.values()):
+            # written on another stream than the legacy default one ours waits for: the CUDA array
+            # interface asks the consumer to synchronise with it; pycuda wraps no foreign stream,
+            # so the whole context is synchronised
+            self.cuda.Context.synchronize()
+        return in_place
+
+    def _bind_in_place(self, in_place: Dict[str, DeviceArray]) -> None:
+        """Point TensorRT at the caller's device buffers (or, empty, back at the engine's own)."""
+        for b in self.bindings:
+            if not b.is_input:
+                continue
+            address = in_place[b.name].ptr if b.name in in_place else b.address
+            if self.v3:
+                if not self.context.set_tensor_address(b.name, address):
+                    raise EngineError(f"{self.name}: TensorRT refused the address {address:#x} of "
+                                      f"input {b.name!r}")
+            else:
+                self.ptrs[b.index] = address
 
     # -- back to back -----------------------------------------------------------------------------
     def timed_run(self, batch: int, now: Callable[[], float], until_t: Optional[float],
@@ -284,7 +374,7 @@ class Runner:
         """Run until the clock passes ``until_t`` or ``until_n`` inferences completed, with
         IN_FLIGHT in flight; one entry per completed inference. Returns the last completion time
         (None if nothing ran)."""
-        if batch != self.bound:
+        if (batch, None) != self.bound:
             self.bind(batch)
         limit_t = float("inf") if until_t is None else until_t - 1e-9
         limit_n = -1 if until_n is None else int(until_n)

@@ -13,17 +13,33 @@ that says how to write a tolerance.
 Marks on a test, its class and its module merge (``merge``): identical bounds collapse, two
 different absolute bounds with the same comparator on one metric (or two different tolerances)
 are a conflict, raised as ``BoundError`` (the plugin turns it into a collection error).
+
+A mark's other keywords:
+
+* ``stages={"postprocess": {"latency_mean": "10%"}}`` bounds the named stages of a measured
+  function (``perf.stage``) with the same grammar. A stage has the time metrics of its latencies
+  (``STAGE_METRICS``: latency_mean, latency_p50 ... latency_max): its items and duration are the
+  whole measurement's, so a stage's throughput, memory or power would only repeat the whole's.
+* ``devices="orin-nano"`` / ``backends=["onnxruntime", "simulated"]`` (a name or a list of
+  names) limit the bounds of that mark, its stage bounds included, to those devices (by id or
+  alias, as ``@pytest.mark.jetson`` names them; stored as profile ids) or engine backends. Bounds
+  limited to different devices or backends never conflict.
 """
 
+import difflib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..errors import BoundError
+from ..devices import catalog
+from ..errors import BoundError, ConfigError
 from ..metrics import METRICS, UNITS, unknown_message
 
 COMPARATORS = ("<=", "<", ">=", ">")
+
+#: the mark's keywords that are not metrics
+LIMITS = ("devices", "backends")
 
 _TOKEN = re.compile(
     r"\s*(?:"
@@ -48,14 +64,25 @@ class Bound:
     unit: Optional[str] = None
     tolerance: Optional[float] = None
     where: str = ""
+    #: the stage of the measurement it bounds (None: the whole measurement)
+    stage: Optional[str] = None
+    #: the device profile ids and engine backends it applies on (empty: all)
+    devices: Tuple[str, ...] = ()
+    backends: Tuple[str, ...] = ()
 
     @property
     def relative(self) -> bool:
         return self.kind == "relative"
 
-    def key(self) -> Tuple[str, str, Optional[str]]:
+    @property
+    def name(self) -> str:
+        """What it bounds, as reports name it: ``latency_p99``, ``postprocess: latency_mean``."""
+        return f"{self.stage}: {self.metric}" if self.stage is not None else self.metric
+
+    def key(self) -> Tuple[Any, ...]:
         """Two bounds with one key constrain the same thing: they must agree."""
-        return (self.metric, self.kind, self.comparator)
+        return (self.stage, self.metric, self.kind, self.comparator, tuple(sorted(self.devices)),
+                tuple(sorted(self.backends)))
 
     def same_as(self, other: "Bound") -> bool:
         if self.key() != other.key():
@@ -79,7 +106,8 @@ class Bound:
         return {
             "metric": self.metric, "text": self.text, "kind": self.kind,
             "comparator": self.comparator, "value": self.value, "unit": self.unit,
-            "tolerance": self.tolerance, "where": self.where,
+            "tolerance": self.tolerance, "where": self.where, "stage": self.stage,
+            "devices": list(self.devices), "backends": list(self.backends),
         }
 
 
@@ -228,18 +256,111 @@ def _join_unit(unit: Optional[str]) -> str:
     return unit if unit.startswith("/") else " " + unit
 
 
-def parse_marks(marks: Iterable[Tuple[str, Dict[str, Any]]]) -> List[Bound]:
+def stage_metrics() -> Tuple[str, ...]:
+    """The metrics a stage has: those computed from the latencies (the ``latency`` sample)."""
+    return tuple(name for name, row in METRICS.items() if row.sample == "latency")
+
+
+def _at(where: str) -> str:
+    return f" on {where}" if where else ""
+
+
+def _names(keyword: str, value: Any, where: str) -> Tuple[str, ...]:
+    """A ``devices=``/``backends=`` value: a name or a list of names."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not names or not all(
+            isinstance(n, str) and n.strip() for n in names):
+        one = "orin-nano" if keyword == "devices" else "onnxruntime"
+        raise BoundError(f"perf mark{_at(where)}: {keyword}={value!r} must be a name or a list of "
+                         f"names, e.g. {keyword}={one!r} or {keyword}=[{one!r}, ...]")
+    return tuple(n.strip() for n in names)
+
+
+def _devices(value: Any, where: str) -> Tuple[str, ...]:
+    ids: List[str] = []
+    for name in _names("devices", value, where):
+        try:
+            profile = catalog.get(name)
+        except ConfigError as exc:
+            raise BoundError(f"perf mark{_at(where)}: devices={value!r}: {exc}") from None
+        if profile.id not in ids:
+            ids.append(profile.id)
+    return tuple(ids)
+
+
+def _backends(value: Any, where: str, known: Optional[Sequence[str]]) -> Tuple[str, ...]:
+    names = _names("backends", value, where)
+    bad = [n for n in names if known is not None and n not in known]
+    if bad:
+        raise BoundError(f"perf mark{_at(where)}: backends={value!r}: {bad[0]!r} is not a known engine "
+                         f"backend; known: {', '.join(known or ())}")
+    return names
+
+
+def _stage_bounds(value: Any, where: str) -> List[Bound]:
+    """The bounds of a mark's ``stages=`` keyword: stage name -> {metric: bound}."""
+    example = "stages={'postprocess': {'latency_mean': '10%'}}"
+    if not isinstance(value, dict):
+        raise BoundError(f"perf mark{_at(where)}: stages={value!r} must be a dict of stage name to "
+                         f"bounds, e.g. {example}")
+    allowed = stage_metrics()
+    out = []
+    for stage, metrics in value.items():
+        if not isinstance(stage, str) or not stage.strip():
+            raise BoundError(f"perf mark{_at(where)}: stages: a stage name must be a non-empty string "
+                             f"(the name given to perf.stage), got {stage!r}")
+        if not isinstance(metrics, dict) or not metrics:
+            raise BoundError(f"perf mark{_at(where)}: stages[{stage!r}]={metrics!r} must be a non-empty "
+                             f"dict of metric to bound, e.g. {example}")
+        for metric, text in metrics.items():
+            if metric not in METRICS:
+                close = difflib.get_close_matches(str(metric), allowed, n=1, cutoff=0.5)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise BoundError(f"perf mark{_at(where)}: stage {stage!r}: unknown metric {metric!r}.{hint} "
+                                 f"A stage has {', '.join(allowed)}")
+            if metric not in allowed:
+                raise BoundError(
+                    f"perf mark{_at(where)}: stage {stage!r} cannot have {metric}: a stage has the "
+                    f"time metrics of its latencies ({', '.join(allowed)}); its items and duration "
+                    f"are the whole measurement's, so bound {metric} outside stages=")
+            label = f"{where}, stage {stage!r}" if where else f"stage {stage!r}"
+            out.append(replace(parse(metric, text, label), where=where, stage=stage))
+    return out
+
+
+def parse_mark(where: str, kwargs: Dict[str, Any], backends: Optional[Sequence[str]] = None) -> List[Bound]:
+    """The bounds of one mark: its metric keywords, its ``stages=``, limited by its ``devices=``
+    and ``backends=`` (``backends``: the known engine backends' names; None: not checked)."""
+    kwargs = dict(kwargs)
+    limits = {}
+    if "devices" in kwargs:
+        limits["devices"] = _devices(kwargs.pop("devices"), where)
+    if "backends" in kwargs:
+        limits["backends"] = _backends(kwargs.pop("backends"), where, backends)
+    stages = kwargs.pop("stages", None)
+    for name in kwargs:
+        close = difflib.get_close_matches(str(name), ("stages",) + LIMITS, n=1, cutoff=0.7)
+        if name not in METRICS and close:
+            raise BoundError(f"perf mark{_at(where)}: unknown keyword {name!r}. Did you mean {close[0]!r}?")
+    out = [parse(metric, text, where) for metric, text in kwargs.items()]
+    if stages is not None:
+        out += _stage_bounds(stages, where)
+    return [replace(b, **limits) for b in out] if limits else out
+
+
+def parse_marks(marks: Iterable[Tuple[str, Dict[str, Any]]],
+                backends: Optional[Sequence[str]] = None) -> List[Bound]:
     """Parse and merge the bounds of several marks: ``[(where, kwargs), ...]`` nearest first."""
     bounds: List[Bound] = []
     for where, kwargs in marks:
-        for metric, text in kwargs.items():
-            bounds.append(parse(metric, text, where))
+        bounds += parse_mark(where, kwargs, backends)
     return merge(bounds)
 
 
 def merge(bounds: Sequence[Bound]) -> List[Bound]:
-    """Drop duplicates; raise BoundError on a conflict (same metric, kind and comparator, different
-    value). A lower and an upper bound on one metric are a range, not a conflict."""
+    """Drop duplicates; raise BoundError on a conflict (same stage, metric, kind, comparator and
+    limits, different value). A lower and an upper bound on one metric are a range, not a
+    conflict."""
     out: List[Bound] = []
     for b in bounds:
         clash = next((o for o in out if o.key() == b.key()), None)
@@ -249,7 +370,7 @@ def merge(bounds: Sequence[Bound]) -> List[Bound]:
         if clash.same_as(b):
             continue
         raise BoundError(
-            f"perf marks conflict on {b.metric}: {clash.metric}={clash.text!r} ({clash.where or 'mark'}) "
+            f"perf marks conflict on {b.name}: {clash.metric}={clash.text!r} ({clash.where or 'mark'}) "
             f"and {b.metric}={b.text!r} ({b.where or 'mark'}). Keep one of them, or make them equal."
         )
     return out

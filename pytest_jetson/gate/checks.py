@@ -18,20 +18,47 @@ or the baseline's pooled spread) to both runs' within-run errors:
 The recorder may decide it look by look while it extends a measurement (``Sequential``) and pass
 the last ``step``; otherwise it is decided once here. Absolute bounds are decided on the measured
 value; the verdict carries its interval.
+
+**What a baseline is compared on** (``FINGERPRINT``, one table): the *environment* (where it
+ran: board, power mode, clocks, JetPack, TensorRT, simulated or real, backend, and the fields
+plugins and the host add) must match, or the bound is not compared (``env_mismatch``, unless
+``--jetson-allow-env-mismatch``). The *workload* (what ran: model, precision, batch, input
+resolution, accelerator, processes) may differ: a changed workload under one test id is a change
+to gate, so the bound is compared and decided as usual and the verdict names what changed
+(``workload_diffs``: "precision fp16 -> fp32: throughput 53% worse"). A workload field that one
+side does not record (a baseline written before the field existed) is unknown, not a change.
+
+Bounds limited to other devices or backends, and metrics this backend or device cannot measure,
+are skipped with the reason (``gate.scope``).
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..metrics import METRICS
 from .bounds import Bound
+from .scope import not_applicable, unmeasurable
 from .sequential import Step, decide_once
 from .stats import MetricStats, metric_stats
 from .verdict import Verdict, outcome_of
 
-#: Fingerprint keys that must match for a baseline to be compared (the plugin version does not).
-COMPARED_KEYS = ("device", "power_mode", "jetson_clocks", "jetpack", "tensorrt", "simulated",
-                 "backend", "precision", "batch", "processes", "accelerator")
+#: The fingerprint fields a baseline is compared on, and what each belongs to: "environment"
+#: (must match) or "workload" (compared across, and the change said). The plugin's version is
+#: neither; fields plugins and the host add (``Context.compared_keys``) are environment.
+FINGERPRINT: Dict[str, str] = {
+    "device": "environment", "power_mode": "environment", "jetson_clocks": "environment",
+    "jetpack": "environment", "tensorrt": "environment", "simulated": "environment",
+    "backend": "environment", "fan_profile": "environment",
+    "model": "workload", "precision": "workload", "batch": "workload", "resolution": "workload",
+    "accelerator": "workload", "processes": "workload",
+}
+ENVIRONMENT_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "environment")
+WORKLOAD_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "workload")
+#: Every field a baseline is compared on.
+COMPARED_KEYS: Tuple[str, ...] = ENVIRONMENT_KEYS + WORKLOAD_KEYS
+#: Fields a side may not record (a baseline written before the field was read, a board without
+#: nvfancontrol): unknown there, not a difference.
+UNKNOWN_WHEN_ABSENT = frozenset(WORKLOAD_KEYS) | {"fan_profile"}
 
 
 @dataclass
@@ -43,6 +70,8 @@ class BaselineRef:
     recorded: str = ""
     file: str = ""
     key: str = ""
+    #: the entry's stages (``perf.stage``), each with the metrics of its latencies
+    stages: Dict[str, "BaselineRef"] = field(default_factory=dict)
 
     def environment(self) -> Dict[str, Any]:
         """The fields a reader needs to recognise the baseline (device, mode, precision, batch)."""
@@ -53,15 +82,29 @@ class BaselineRef:
 
 def env_differences(current: Dict[str, Any], baseline: Dict[str, Any],
                     keys: Sequence[str] = COMPARED_KEYS) -> List[List[Any]]:
-    """The compared fingerprint fields that differ: [field, baseline value, current value]."""
+    """The compared fingerprint fields that differ: [field, baseline value, current value]. A
+    workload field (or the fan profile) that one side does not record is unknown there, not a
+    difference."""
     out = []
     for key in keys:
         if key not in baseline and key not in current:
+            continue
+        if key in UNKNOWN_WHEN_ABSENT and (baseline.get(key) is None or current.get(key) is None):
             continue
         a, b = baseline.get(key), current.get(key)
         if a != b:
             out.append([key, a, b])
     return out
+
+
+def environment_keys(keys: Sequence[str]) -> Tuple[str, ...]:
+    """The environment part of ``keys`` (those that keep a baseline from being compared)."""
+    return tuple(k for k in keys if k not in WORKLOAD_KEYS)
+
+
+def workload_differences(current: Dict[str, Any], baseline: Dict[str, Any]) -> List[List[Any]]:
+    """What runs that changed since the baseline: [field, baseline value, current value]."""
+    return env_differences(current, baseline, WORKLOAD_KEYS)
 
 
 def missing_reason(measurement: Any, metric: str) -> str:
@@ -95,12 +138,27 @@ def cannot_check(bound: Bound, measurement: Any, detail: str) -> Verdict:
     return _verdict(bound, measurement, "cannot_check", detail=detail)
 
 
+def unmeasured(bound: Bound, measurement: Any, fingerprint: Optional[Dict[str, Any]] = None) -> Verdict:
+    """The verdict of a bound whose metric has no value: skipped when this backend or device
+    cannot measure it (``gate.scope``), an error when it should have been measured."""
+    why = unmeasurable(bound.metric, measurement, fingerprint)
+    if why is not None:
+        return _verdict(bound, measurement, "not_measured", detail=why)
+    return cannot_check(bound, measurement, missing_reason(measurement, bound.metric))
+
+
+def limited_away(bound: Bound, measurement: Any, fingerprint: Optional[Dict[str, Any]]) -> Optional[Verdict]:
+    """The verdict of a bound limited to other devices or backends (None: it applies here)."""
+    why = not_applicable(bound, fingerprint)
+    return None if why is None else _verdict(bound, measurement, "not_applicable", detail=why)
+
+
 def check_absolute(bound: Bound, measurement: Any, confidence: float = 0.99,
-                   stats: Optional[MetricStats] = None) -> Verdict:
+                   stats: Optional[MetricStats] = None, fingerprint: Optional[Dict[str, Any]] = None) -> Verdict:
     if stats is None:
         stats = metric_stats(measurement, bound.metric, confidence)
     if stats is None:
-        return cannot_check(bound, measurement, missing_reason(measurement, bound.metric))
+        return unmeasured(bound, measurement, fingerprint)
     ok = bound.holds(stats.value)
     return _verdict(bound, measurement, "bound_met" if ok else "bound_violated", value=stats.value,
                     ci=stats.interval(confidence), confidence=confidence)
@@ -112,10 +170,13 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
                    device: str = "", stats: Optional[MetricStats] = None,
                    compared_keys: Sequence[str] = COMPARED_KEYS, step: Optional[Step] = None) -> Verdict:
     metric = bound.metric
+    away = limited_away(bound, measurement, fingerprint)
+    if away is not None:
+        return away
     if stats is None:
         stats = metric_stats(measurement, metric, confidence)
     if stats is None:
-        return cannot_check(bound, measurement, missing_reason(measurement, metric))
+        return unmeasured(bound, measurement, fingerprint)
     numbers: Dict[str, Any] = dict(value=stats.value, ci=stats.interval(confidence), confidence=confidence)
     base = baseline.metrics.get(metric) if baseline is not None else None
     if baseline is not None:
@@ -125,6 +186,8 @@ def check_relative(bound: Bound, measurement: Any, baseline: Optional[BaselineRe
         detail = f"no baseline for {device or 'this device'}" if baseline is None else f"the baseline has no {metric}"
         return _verdict(bound, measurement, "no_baseline", missing_baseline, detail=detail, **numbers)
     numbers["baseline"] = base.value
+    if fingerprint is not None:
+        numbers["workload_diffs"] = workload_differences(fingerprint, baseline.fingerprint)
     diffs = _env_diffs(fingerprint, baseline, compared_keys, allow_env_mismatch, numbers)
     if diffs:
         return _verdict(bound, measurement, "env_mismatch", missing_baseline, env_diffs=diffs, **numbers)
@@ -141,7 +204,7 @@ def _env_diffs(fingerprint: Optional[Dict[str, Any]], baseline: BaselineRef, com
     allowed to differ: then ``numbers`` records them as ignored)."""
     if fingerprint is None:
         return []
-    diffs = env_differences(fingerprint, baseline.fingerprint, compared_keys)
+    diffs = env_differences(fingerprint, baseline.fingerprint, environment_keys(compared_keys))
     if diffs and allow_env_mismatch:
         numbers.update(env_diffs=diffs, env_ignored=True)
         return []
@@ -156,8 +219,10 @@ def _decided(bound: Bound, measurement: Any, stats: MetricStats, base: MetricSta
         step = decide_once(bound.metric, stats, base, float(bound.tolerance or 0.0), alpha=(1 - confidence) / 2)
     basis = "spread" if stats.se_log is None and base.se_log is None else "statistics"
     numbers.update(change=stats.value / base.value - 1.0, worse=step.worse, worse_ci=step.worse_ci,
-                   p_value=step.p_value, basis=basis, min_tolerance=step.min_tolerance,
-                   log_worse=step.d, within_se=step.within_se)
+                   p_value=step.p_value, basis=basis, min_tolerance=step.min_tolerance)
+    if not numbers.get("workload_diffs"):
+        # what the noise diagnosis pools; across a workload change the difference is the change
+        numbers.update(log_worse=step.d, within_se=step.within_se)
     if step.look > 1:
         numbers["looks"] = step.look
     reason = step.decision if step.decision != "continue" else "inconclusive"
@@ -174,5 +239,8 @@ def check(bound: Bound, measurement: Any, baseline: Optional[BaselineRef] = None
                               missing_baseline=missing_baseline, fingerprint=fingerprint,
                               allow_env_mismatch=allow_env_mismatch, device=device,
                               compared_keys=compared_keys)
-    return check_absolute(bound, measurement, confidence=confidence)
+    away = limited_away(bound, measurement, fingerprint)
+    if away is not None:
+        return away
+    return check_absolute(bound, measurement, confidence=confidence, fingerprint=fingerprint)
 

@@ -7,6 +7,11 @@ of its log (two significant digits; ``gate.stats``), ``df`` its degrees of freed
 samples behind it; a baseline pooled from several recordings adds ``runs`` and ``between`` (the
 standard deviation of log value between them). ``samples`` holds, per sample kind of
 ``metrics.METRICS``, ``SAMPLE_POINTS`` quantiles at (i + 0.5) / ``SAMPLE_POINTS``.
+
+A measurement with named stages (``perf.stage``) adds ``stages``: per stage, its own ``metrics``
+and ``samples`` in the same form, for the metrics a stage has (``gate.bounds.stage_metrics``). An
+entry of a measurement without stages has no ``stages`` field, so older files read and re-record
+as they were.
 """
 
 import datetime as _dt
@@ -14,6 +19,7 @@ import math
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..metrics import METRICS
+from .bounds import stage_metrics
 from .checks import BaselineRef
 from .stats import MetricStats, metric_stats, opt_float, quantile_of
 
@@ -86,12 +92,12 @@ def _compact_sample(values: Sequence[float], resolution: Optional[float]) -> Lis
     return [_sig(float(v), digits) for v in q]
 
 
-def make_entry(measurement: Any, fp: Dict[str, Any], confidence: float = 0.99,
-               recorded: Optional[str] = None) -> Dict[str, Any]:
-    """The baseline entry of one measurement (every metric it has, not only the bounded ones)."""
+def _records(measurement: Any, names: Sequence[str], confidence: float) -> Dict[str, Any]:
+    """The ``metrics`` and ``samples`` of ``measurement`` for each of ``names`` it has."""
     metrics: Dict[str, Any] = {}
     samples: Dict[str, List[Any]] = {}
-    for name, row in METRICS.items():
+    for name in names:
+        row = METRICS[name]
         st = metric_stats(measurement, name, confidence, keep_sample=False)
         if st is None:
             continue
@@ -100,13 +106,24 @@ def make_entry(measurement: Any, fp: Dict[str, Any], confidence: float = 0.99,
             raw = measurement.metric_samples(name)
             if raw:
                 samples[row.sample] = _compact_sample(raw, st.se_log)
-    return {
+    return {"metrics": metrics, "samples": samples}
+
+
+def make_entry(measurement: Any, fp: Dict[str, Any], confidence: float = 0.99,
+               recorded: Optional[str] = None) -> Dict[str, Any]:
+    """The baseline entry of one measurement (every metric it has, not only the bounded ones;
+    every stage it has, with the metrics of a stage)."""
+    entry = {
         "fingerprint": dict(fp),
         "measurement": getattr(measurement, "name", ""),
         "recorded": recorded or now_iso(),
-        "metrics": metrics,
-        "samples": samples,
+        **_records(measurement, list(METRICS), confidence),
     }
+    stages = getattr(measurement, "stages", None) or {}
+    if stages:
+        entry["stages"] = {name: _records(stage, stage_metrics(), confidence)
+                           for name, stage in stages.items()}
+    return entry
 
 
 def pool_entries(entries: Sequence[Dict[str, Any]], recorded: Optional[str] = None) -> Dict[str, Any]:
@@ -119,12 +136,23 @@ def pool_entries(entries: Sequence[Dict[str, Any]], recorded: Optional[str] = No
     last = entries[-1]
     out = {k: v for k, v in last.items() if k != "metrics"}
     out["recorded"] = recorded or now_iso()
-    metrics: Dict[str, Any] = {}
-    for name in last.get("metrics", {}):
-        rows = [e["metrics"][name] for e in entries if name in e.get("metrics", {})]
-        metrics[name] = _pooled(rows) or dict(last["metrics"][name])
-    out["metrics"] = metrics
+    out["metrics"] = _pooled_metrics([e.get("metrics") or {} for e in entries])
+    if last.get("stages"):
+        out["stages"] = {}
+        for stage, part in last["stages"].items():
+            recordings = [(e.get("stages") or {}).get(stage) or {} for e in entries]
+            pooled = _pooled_metrics([r.get("metrics") or {} for r in recordings])
+            out["stages"][stage] = dict(part, metrics=pooled)
     return out
+
+
+def _pooled_metrics(recordings: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Each metric of the last recording pooled over the recordings that have it."""
+    metrics: Dict[str, Any] = {}
+    for name in recordings[-1]:
+        rows = [r[name] for r in recordings if name in r]
+        metrics[name] = _pooled(rows) or dict(recordings[-1][name])
+    return metrics
 
 
 def _pooled(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -145,10 +173,9 @@ def _pooled(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return _metric_record(st)
 
 
-def entry_ref(entry: Dict[str, Any], file: str = "", key: str = "") -> BaselineRef:
-    samples = entry.get("samples") or {}
+def _metric_refs(records: Dict[str, Any], samples: Dict[str, Any]) -> Dict[str, MetricStats]:
     metrics = {}
-    for name, d in (entry.get("metrics") or {}).items():
+    for name, d in records.items():
         kind = METRICS[name].sample if name in METRICS else None
         st = MetricStats(value=float(d["value"]), n=int(d.get("n", 1) or 1), se_log=opt_float(d.get("se_log")),
                          df=opt_float(d.get("df")), runs=int(d.get("runs", 1) or 1), between=opt_float(d.get("between")))
@@ -156,8 +183,14 @@ def entry_ref(entry: Dict[str, Any], file: str = "", key: str = "") -> BaselineR
         if st.sample and METRICS[name].dimension == "time":
             st.median = quantile_of(st.sample, 0.5)
         metrics[name] = st
-    return BaselineRef(metrics=metrics, fingerprint=dict(entry.get("fingerprint") or {}),
-                       recorded=str(entry.get("recorded") or ""), file=file, key=key)
+    return metrics
 
 
-
+def entry_ref(entry: Dict[str, Any], file: str = "", key: str = "") -> BaselineRef:
+    common = dict(fingerprint=dict(entry.get("fingerprint") or {}), recorded=str(entry.get("recorded") or ""),
+                  file=file, key=key)
+    stages = {name: BaselineRef(metrics=_metric_refs(part.get("metrics") or {}, part.get("samples") or {}),
+                                **common)  # type: ignore[arg-type]
+              for name, part in (entry.get("stages") or {}).items()}
+    return BaselineRef(metrics=_metric_refs(entry.get("metrics") or {}, entry.get("samples") or {}),
+                       stages=stages, **common)  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ def validate_entry(path: Path, key: str, entry: Any, schema: int) -> None:
     for name, m in entry["metrics"].items():
         _check_metric(f"metric {name!r}: ", m, schema, bad)
     _check_samples(entry.get("samples", {}), bad)
+    _check_stages(entry.get("stages"), schema, bad)
 
 
 class _Complaint:
@@ -76,9 +77,27 @@ def _check_metric(at: str, m: Any, schema: int, bad: _Complaint) -> None:
         raise bad(at + "'sample'", "null or the name of a sample in 'samples' ('latency', ...)", m["sample"])
 
 
-def _check_samples(samples: Any, bad: _Complaint) -> None:
+def _check_samples(samples: Any, bad: _Complaint, at: str = "") -> None:
     if samples is not None and not isinstance(samples, dict):
-        raise bad("'samples'", "an object of sample name to a list of numbers", samples)
+        raise bad(at + "'samples'", "an object of sample name to a list of numbers", samples)
     for kind, values in (samples or {}).items():
         if not isinstance(values, list) or not all(_number(v) for v in values):
-            raise bad(f"sample {kind!r}", "a list of finite numbers", values)
+            raise bad(f"{at}sample {kind!r}", "a list of finite numbers", values)
+
+
+def _check_stages(stages: Any, schema: int, bad: _Complaint) -> None:
+    """``stages``: stage name -> {"metrics": {...}, "samples": {...}}, each as an entry's own."""
+    if stages is None:
+        return
+    if not isinstance(stages, dict):
+        raise bad("'stages'", "an object of stage name to its 'metrics' and 'samples'", stages)
+    for name, part in stages.items():
+        at = f"stage {name!r}: "
+        if not name.strip():
+            raise bad("a stage name", "a non-empty string", name)
+        if not isinstance(part, dict) or not isinstance(part.get("metrics"), dict):
+            got = part.get("metrics") if isinstance(part, dict) else part
+            raise bad(at + "'metrics'", "an object of metric name to numbers", got)
+        for metric, m in part["metrics"].items():
+            _check_metric(f"{at}metric {metric!r}: ", m, schema, bad)
+        _check_samples(part.get("samples", {}), bad, at)

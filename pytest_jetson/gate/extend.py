@@ -9,15 +9,17 @@ budget (``design.budget`` x D) is spent. The looks are nested extensions of one 
 the group-sequential boundaries of ``gate.sequential`` assume, so the error rates hold under this
 optional stopping. ``GateSession.evaluate`` then takes each comparison's last step as its decision.
 
-Only a test's first measurement extends, and only when it has a comparable baseline entry: the
-keys of later measurements are known only when the test ends, and a pool is measured by its
+Only a test's first measurement extends, and only when it has a comparable baseline entry (the
+same environment; a changed workload is compared, so it extends like any other): the keys of
+later measurements are known only when the test ends, and a pool is measured by its
 workers, not here. Those comparisons are decided once, at the same error rate.
 """
 
 from typing import Any, Dict, List, Optional, Sequence
 
 from .bounds import Bound
-from .checks import BaselineRef, env_differences
+from .checks import BaselineRef, env_differences, environment_keys
+from .scope import not_applicable
 from .sequential import Design, Sequential, Step
 from .stats import metric_stats
 
@@ -25,9 +27,9 @@ from .stats import metric_stats
 class Extension:
     """The looks of one measurement: ``__call__(measurement, measured)`` returns how many more
     requested durations to measure (None: stop). ``fingerprint_of(measurement)`` gives the
-    measurement's fingerprint, compared over ``compared_keys`` with the baseline's; an
-    environment that differs (unless ``allow_env_mismatch``) means no comparison and no
-    extension."""
+    measurement's fingerprint, compared over the environment part of ``compared_keys`` with the
+    baseline's; an environment that differs (unless ``allow_env_mismatch``) means no comparison
+    and no extension. A bound limited to other devices or backends takes no part."""
 
     def __init__(self, bounds: Sequence[Bound], baseline: BaselineRef, design: Design,
                  fingerprint_of: Any = None, compared_keys: Sequence[str] = (),
@@ -36,7 +38,7 @@ class Extension:
         self.baseline = baseline
         self.design = design
         self.fingerprint_of = fingerprint_of
-        self.compared_keys = tuple(compared_keys)
+        self.compared_keys = environment_keys(compared_keys)
         self.allow_env_mismatch = allow_env_mismatch
         self.sequentials: Dict[int, Sequential] = {}
         self.looks = 0
@@ -46,7 +48,9 @@ class Extension:
         if self.comparable is None:
             fp = self.fingerprint_of(measurement) if self.fingerprint_of is not None else {}
             diffs = env_differences(fp, self.baseline.fingerprint, self.compared_keys) if fp else []
-            self.comparable = not diffs or self.allow_env_mismatch
+            if fp:
+                self.bounds = [b for b in self.bounds if not_applicable(b, fp) is None]
+            self.comparable = bool(self.bounds) and (not diffs or self.allow_env_mismatch)
         return self.comparable
 
     def __call__(self, measurement: Any, measured: float) -> Optional[float]:

@@ -15,7 +15,8 @@ regression, its power at twice the tolerance is set by the sequential design, no
 procedure. ``holm`` and ``benjamini_hochberg`` adjust a finished session's p-values for reports.
 
 The family is counted at collection: one comparison per relative bound of each collected test
-(``family_size``). A test that records several measurements makes more comparisons than counted;
+that applies to the session's device and backend (``family_size``; a bound limited to others is
+never compared here, ``gate.scope``). A test that records several measurements makes more comparisons than counted;
 ``Family.overrun`` says by how much the guarantee weakens (to ``FAMILY_ALPHA * made / planned``).
 """
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..metrics import METRICS
+from .scope import applies
 from .sequential import DEFAULT_BETA, DEFAULT_BUDGET, Design
 
 FAMILY_ALPHA = 0.01
@@ -52,9 +54,12 @@ def confidence_for(n: int, family_alpha: float = FAMILY_ALPHA, inconclusive_fail
     return 1.0 - 2.0 * per_comparison_alpha(n, family_alpha, inconclusive_fails)
 
 
-def family_size(bounds_per_test: Iterable[Sequence[object]]) -> int:
-    """The comparisons a session will make: one per relative bound of each collected test."""
-    return sum(sum(1 for b in bounds if getattr(b, "relative", False)) for bounds in bounds_per_test)
+def family_size(bounds_per_test: Iterable[Sequence[object]], device: Optional[str] = None,
+                backend: Optional[str] = None) -> int:
+    """The comparisons a session on ``device`` with ``backend`` will make: one per relative bound
+    of each collected test that applies there (None: any device, any backend)."""
+    return sum(sum(1 for b in bounds if getattr(b, "relative", False) and applies(b, device, backend))
+               for bounds in bounds_per_test)
 
 
 @dataclass

@@ -28,7 +28,7 @@ rewritten is written as version 2.
 
 import json
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from ..errors import BaselineError
 from .entry_schema import FIX_UNREADABLE, validate_entry
@@ -133,6 +133,8 @@ def dump_baseline(doc: Dict[str, Any]) -> str:
                     c2 = "," if k < len(names) - 1 else ""
                     lines.append(f"        {_dump_value(name)}: {_dump_value(v[name])}{c2}")
                 lines.append(f"      }}{comma}")
+            elif f == "stages" and isinstance(v, dict) and v:
+                lines += _dump_stages(v, comma)
             else:
                 lines.append(f"      {_dump_value(f)}: {_dump_value(v)}{comma}")
         lines.append("    }" + ("," if i < len(keys) - 1 else ""))
@@ -141,3 +143,25 @@ def dump_baseline(doc: Dict[str, Any]) -> str:
     lines.append("}")
     return "\n".join(lines) + "\n"
 
+
+def _dump_stages(stages: Dict[str, Any], comma: str) -> List[str]:
+    """An entry's ``stages``: per stage, one line per metric and per sample, as the entry's own."""
+    lines = ['      "stages": {']
+    names = sorted(stages)
+    for i, name in enumerate(names):
+        part = stages[name]
+        lines.append(f"        {_dump_value(name)}: {{")
+        keys = sorted(part)
+        for j, f in enumerate(keys):
+            c2 = "," if j < len(keys) - 1 else ""
+            rows = part[f]
+            if isinstance(rows, dict) and rows:
+                lines.append(f"          {_dump_value(f)}: {{")
+                last = len(rows) - 1
+                lines += [f"            {_dump_value(k)}: {_dump_value(rows[k])}{',' if n < last else ''}"
+                          for n, k in enumerate(sorted(rows))]
+                lines.append(f"          }}{c2}")
+            else:
+                lines.append(f"          {_dump_value(f)}: {_dump_value(rows)}{c2}")
+        lines.append("        }" + ("," if i < len(names) - 1 else ""))
+    return lines + [f"      }}{comma}"]

@@ -13,7 +13,7 @@ from filelock import FileLock
 from .. import fileio
 from ..errors import BaselineError
 from .file_format import dump_baseline, dumps, read_file
-from .merge import _rewrite_alpha, merge_entry
+from .merge import _rewrite_alpha, merge_entry, metric_count
 from .safe_read import blocking_component
 
 LOCK_TIMEOUT = 120.0
@@ -92,7 +92,7 @@ def update_file(path: Path, entries: Dict[str, Dict[str, Any]], mode: str = "all
     under the lock. Returns (written, removed). Raises BaselineError, writing nothing, when the
     stored file cannot be read or the directory cannot be written."""
     path = Path(path)
-    n = n_metrics if n_metrics is not None else sum(len(e.get("metrics") or {}) for e in entries.values())
+    n = n_metrics if n_metrics is not None else sum(metric_count(e) for e in entries.values())
     change = _Change(entries, mode, _rewrite_alpha(n, confidence), list(remove), device)
     block = blocking_component(path)
     if block is not None:

@@ -18,6 +18,8 @@ def describe_file(path: Path) -> List[Dict[str, Any]]:
             "recorded": entry.get("recorded", "") or "",
             "fingerprint": entry.get("fingerprint", {}) or {},
             "metrics": {k: v.get("value") for k, v in sorted(entry.get("metrics", {}).items())},
+            "stages": {name: {k: v.get("value") for k, v in sorted((part.get("metrics") or {}).items())}
+                       for name, part in (entry.get("stages") or {}).items()},
         })
     return rows
 

@@ -47,7 +47,8 @@ def merge_entry(old: Optional[Dict[str, Any]], new: Dict[str, Any], mode: str = 
     entry; or, over a stored one with the same environment, the stored entry with each metric
     that changed significantly (``metric_changed`` at ``alpha``) replaced, metrics measured for
     the first time added, metrics not measured this time kept, and the samples of the metrics
-    that moved; a changed environment replaces the whole entry."""
+    that moved; the same per stage (a stage not recorded this time is kept); a changed
+    environment replaces the whole entry."""
     if mode not in ("all", "new", "force"):
         raise ValueError(f"mode {mode!r}: one of all, new, force")
     if old is None:
@@ -58,14 +59,33 @@ def merge_entry(old: Optional[Dict[str, Any]], new: Dict[str, Any], mode: str = 
         return None if _same(old, new) else new
     if env_differences(new.get("fingerprint", {}), old.get("fingerprint", {})):
         return new
+    changed = _changed(old, new, alpha)
+    stages_old = old.get("stages") or {}
+    moved = {name: _changed(stages_old.get(name) or {}, part, alpha)
+             for name, part in (new.get("stages") or {}).items()}
+    moved = {name: names for name, names in moved.items() if names}
+    if not changed and not moved:
+        return None
+    out = _with_changes(old, new, changed)
+    for f in ("fingerprint", "measurement", "recorded"):
+        out[f] = new.get(f, out.get(f))
+    if moved:
+        stages = dict(out.get("stages") or {})
+        for name, names in moved.items():
+            stages[name] = _with_changes(stages_old.get(name) or {"metrics": {}}, new["stages"][name], names)
+        out["stages"] = stages
+    return out
+
+
+def _changed(old: Dict[str, Any], new: Dict[str, Any], alpha: float) -> List[str]:
+    """The metrics of ``new`` that ``old`` lacks or that changed significantly."""
     om, nm = old.get("metrics") or {}, new.get("metrics") or {}
-    changed = [k for k in nm if k not in om or metric_changed(k, om[k], nm[k], alpha)]
-    return _with_changes(old, new, changed) if changed else None
+    return [k for k in nm if k not in om or metric_changed(k, om[k], nm[k], alpha)]
 
 
 def _with_changes(old: Dict[str, Any], new: Dict[str, Any], changed: List[str]) -> Dict[str, Any]:
-    """The stored entry with the ``changed`` metrics, and the samples they share, taken from the
-    new one (and its fingerprint, measurement name and date)."""
+    """The stored entry (or stage) with the ``changed`` metrics, and the samples they share,
+    taken from the new one."""
     out = json.loads(json.dumps(old))
     out["metrics"] = dict(old.get("metrics") or {})
     for k in changed:
@@ -75,8 +95,6 @@ def _with_changes(old: Dict[str, Any], new: Dict[str, Any], changed: List[str]) 
     samples = dict(out.get("samples") or {})
     samples.update({kind: new_samples[kind] for kind in kinds if kind in new_samples})
     out["samples"] = samples
-    for f in ("fingerprint", "measurement", "recorded"):
-        out[f] = new.get(f, out.get(f))
     return out
 
 
@@ -94,6 +112,12 @@ def needs_write(old: Optional[Dict[str, Any]], new: Dict[str, Any], mode: str = 
     """Whether recording ``new`` over the stored ``old`` (None: no entry yet) changes anything.
     ``n_metrics``: how many metrics the session records in all (for the family-wise level; default
     this entry's)."""
-    n = n_metrics if n_metrics is not None else len(new.get("metrics") or {})
+    n = n_metrics if n_metrics is not None else metric_count(new)
     return merge_entry(old, new, mode, _rewrite_alpha(n, confidence)) is not None
+
+
+def metric_count(entry: Dict[str, Any]) -> int:
+    """How many metrics an entry records, its stages' included (each may move on its own)."""
+    stages = (entry.get("stages") or {}).values()
+    return len(entry.get("metrics") or {}) + sum(len(p.get("metrics") or {}) for p in stages)
 

@@ -20,9 +20,19 @@ from ..errors import BaselineError
 from ..run.measurement import Measurement, PoolMeasurement
 from ..telemetry.throttle_counters import describe as describe_throttle
 from . import verdict as _verdict
+from .attribution import Where, where
 from .baseline import BaselineStore, fingerprint, make_entry, needs_write, outside_project, read_file
 from .bounds import Bound
-from .checks import COMPARED_KEYS, Verdict, cannot_check, check, check_relative
+from .checks import (
+    COMPARED_KEYS,
+    BaselineRef,
+    Verdict,
+    cannot_check,
+    check,
+    check_relative,
+    env_differences,
+    environment_keys,
+)
 from .extend import Extension
 from .family import Family, excess_spread, noisier_than_assumed
 from .keys import entry_keys, key_test, module_of, relative_models, relative_to
@@ -60,6 +70,9 @@ class TestResult:
     staged: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     error: Optional[str] = None
+    #: per measurement with stages that its baseline has too: where its time moved
+    #: (``gate.attribution``), the stage that explains most first
+    where: List[Where] = field(default_factory=list)
 
     @property
     def outcome(self) -> str:
@@ -88,6 +101,7 @@ class TestResult:
             "staged": self.staged,
             "notes": self.notes,
             "error": self.error,
+            "where": [w.to_dict() for w in self.where],
         }
 
     @classmethod
@@ -104,6 +118,7 @@ class TestResult:
             verdicts=[Verdict.from_dict(v) for v in d.get("verdicts", [])],
             baseline_file=d.get("baseline_file"), staged=dict(d.get("staged") or {}),
             notes=list(d.get("notes", [])), error=d.get("error"),
+            where=[Where.from_dict(w) for w in d.get("where") or []],
         )
 
 
@@ -178,7 +193,8 @@ class GateSession:
         bound, no stored entry, a baseline file that cannot be read, or recording without
         comparing)."""
         s = self.settings
-        relative = [b for b in bounds if b.relative]
+        # a stage's comparison is decided once: the looks follow the whole measurement
+        relative = [b for b in bounds if b.relative and b.stage is None]
         if not relative or self.family is None or s.update_baselines == "force":
             return None
         try:
@@ -228,9 +244,11 @@ class GateSession:
             fp = self.fingerprint(m)
             ref = self.store.lookup(key, nodeid) if key in stored else None
             for b in bounds:
-                v = self._check(b, m, ref, fp, ext, load_error)
+                v = self._check(b, m, ref, fp, ext, load_error) if b.stage is None else \
+                    self._check_stage(b, m, ref, fp, load_error)
                 v.measurement, v.test = key, nodeid
                 result.verdicts.append(v)
+            self._where(result, key, m, ref, fp)
             if load_error is None:
                 self._stage(result, key, m, fp, stored.get(key))
         _mark_recorded(result)
@@ -249,9 +267,11 @@ class GateSession:
         return result
 
     def _stored(self, result: TestResult, bounds: Sequence[Bound]) -> Tuple[Dict[str, Any], Optional[str]]:
-        """The entries of the test's baseline file, when a bound or recording needs them, and why
-        the file could not be read (None: it could, or was not needed)."""
-        if not (any(b.relative for b in bounds) or self.settings.update_baselines):
+        """The entries of the test's baseline file, when a bound, recording or the stages of a
+        measurement (``_where``) need them, and why the file could not be read (None: it could, or
+        was not needed)."""
+        staged = any(getattr(m, "stages", None) for m in result.measurements)
+        if not (any(b.relative for b in bounds) or self.settings.update_baselines or staged):
             return {}, None
         try:
             return self.store.load(self.store.path_for(result.nodeid)).get("entries", {}), None
@@ -271,6 +291,44 @@ class GateSession:
             return cannot_check(b, m, load_error)
         return check_relative(b, m, ref, confidence=self._relative_confidence(),
                               step=ext.step(b) if ext is not None else None, **common)
+
+    def _check_stage(self, b: Bound, m: Any, ref: Optional[BaselineRef], fp: Dict[str, Any],
+                     load_error: Optional[str]) -> Verdict:
+        """A stage's bound: checked on ``m.stages[b.stage]`` against the baseline entry's stage.
+        The stage is decided once (the extension looks at the whole measurement only)."""
+        stages = getattr(m, "stages", None) or {}
+        stage = stages.get(b.stage)
+        if stage is None:
+            # checked on an empty stage, so that a bound limited to other devices or backends is
+            # skipped as such; anywhere else the missing stage is the error
+            empty = replace(m, name=b.stage or "", latencies=[], windows=[], device_latencies=None, stages={})
+            v = self._check(b, empty, None, fp, None, load_error)
+            if v.reason == "cannot_check":
+                has = (f"its stages: {', '.join(stages)}" if stages else
+                       "it has no stages: time that part of the function with perf.stage(...)")
+                v.detail = f"the measurement has no stage {b.stage!r} ({has})"
+        elif ref is not None and b.stage not in ref.stages and b.relative:
+            bare = BaselineRef(metrics={}, fingerprint=ref.fingerprint, recorded=ref.recorded,
+                               file=ref.file, key=ref.key)
+            v = self._check(b, stage, bare, fp, None, load_error)
+            if v.reason == "no_baseline":
+                v.detail = f"the baseline has no stage {b.stage!r}"
+        else:
+            v = self._check(b, stage, ref.stages.get(b.stage) if ref is not None else None, fp, None,
+                            load_error)
+        v.stage = b.stage
+        return v
+
+    def _where(self, result: TestResult, key: str, m: Any, ref: Optional[BaselineRef],
+               fp: Dict[str, Any]) -> None:
+        """Where ``m``'s time moved against a comparable baseline, stage by stage."""
+        if ref is None or not ref.stages or not getattr(m, "stages", None):
+            return
+        if env_differences(fp, ref.fingerprint, environment_keys(self.compared_keys)) and not self.settings.allow_env_mismatch:
+            return
+        found = where(m, ref, key)
+        if found is not None:
+            result.where.append(found)
 
     def _stage(self, result: TestResult, key: str, m: Any, fp: Dict[str, Any], stored: Any) -> None:
         """Stage ``m``'s baseline entry when this run records and the entry changed enough."""
@@ -332,7 +390,7 @@ class GateSession:
             lines += noisier_than_assumed(excess_spread(rows))
         if self.family is not None:
             made = sum(1 for r in self.results for v in r.verdicts
-                       if v.kind == "relative" and v.reason not in ("no_baseline", "cannot_check"))
+                       if v.kind == "relative" and v.reason not in _verdict.NOT_COMPARED)
             self.family.made = made
             if self.family.overrun:
                 lines.append(self.family.overrun)

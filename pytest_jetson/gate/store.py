@@ -12,6 +12,7 @@ from .entries import entry_ref
 from .file_format import read_file
 from .file_update import update_file
 from .keys import baseline_path, key_test
+from .merge import metric_count
 
 
 def outside_project(root: Any, project: Any) -> Optional[str]:
@@ -104,7 +105,7 @@ class BaselineStore:
         lock, the rewrite test at a family-wise level over every staged metric. A file that cannot
         be read or written is reported in ``errors`` and left as it was; the others are written."""
         out = Flushed()
-        n_metrics = sum(len(e.get("metrics") or {}) for f in self._staged.values() for e in f.values())
+        n_metrics = sum(metric_count(e) for f in self._staged.values() for e in f.values())
         remove = remove or {}
         for path in sorted(set(self._staged) | set(remove)):
             if isinstance(self._cache.get(path), BaselineError):

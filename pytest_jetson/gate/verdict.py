@@ -8,13 +8,21 @@ Outcomes, worst first (``OUTCOMES``)::
     error         the bound could not be checked (a metric nothing measured, an unreadable baseline)
     fail          a violated absolute bound, or a significant regression past the tolerance
     inconclusive  too noisy to tell a change within the tolerance from a regression
-    skip          a relative bound with no comparable baseline (fails with --jetson-missing-baseline fail)
+    skip          not checked: a relative bound with no comparable baseline (fails with
+                  --jetson-missing-baseline fail), a metric this backend or device cannot measure,
+                  a bound limited to other devices or backends (neither fails nor passes)
     recorded      a relative bound whose baseline this run (re)recorded
     pass
 
 Reasons (``REASONS``), each with the outcome it gives: bound_met, bound_violated (absolute);
 within_tolerance, improvement, regression, inconclusive (relative, compared); no_baseline,
-env_mismatch (relative, not compared); cannot_check (either); recorded (relative, written).
+env_mismatch (relative, not compared); cannot_check (either: a fault, such as a metric that should
+have been measured and was not, or an unreadable baseline); not_measured (either: the metric is
+one this backend or device cannot measure, ``gate.scope``); not_applicable (either: the bound is
+limited to other devices or backends); recorded (relative, written).
+Output checks (``gate.outputs``, kind "outputs"): outputs_match, outputs_differ, outputs_unchecked
+(the simulated device computes no outputs), outputs_no_reference (no golden file yet: by policy,
+as no_baseline), outputs_recorded (the golden file this run wrote).
 """
 
 from dataclasses import dataclass, field, fields
@@ -67,8 +75,19 @@ REASONS: Dict[str, Optional[str]] = {
     "no_baseline": None,
     "env_mismatch": None,
     "cannot_check": "error",
+    "not_measured": "skip",
+    "not_applicable": "skip",
     "recorded": "recorded",
+    "outputs_match": "pass",
+    "outputs_differ": "fail",
+    "outputs_unchecked": "skip",
+    "outputs_no_reference": None,
+    "outputs_recorded": "recorded",
 }
+
+#: Reasons of bounds this session never compares: they do not count in its family
+#: (``gate.family``), nor among the comparisons it made.
+NOT_COMPARED = ("no_baseline", "cannot_check", "not_measured", "not_applicable")
 
 
 def rank(name: str) -> int:
@@ -107,9 +126,12 @@ class Verdict:
     values). ``min_tolerance``: the smallest tolerance this comparison's noise could decide;
     ``looks``: how many looks a comparison extended by the recorder took (None: one);
     ``log_worse``/``within_se``: the log worsening and the within-run part of its error, which
-    the session's noise diagnosis pools (``gate.family.excess_spread``). ``env_diffs``: [field, baseline, now] for each
-    fingerprint field that differs. ``detail``: why a bound could not be checked. ``previous``: for
-    a recorded bound, the reason the comparison gave before the baseline was rewritten.
+    the session's noise diagnosis pools (``gate.family.excess_spread``; None across a workload
+    change, which is no noise). ``env_diffs``: [field, baseline, now] for each environment field
+    that differs; ``workload_diffs``: the same for what runs (model, precision, batch,
+    resolution, accelerator, processes), compared across. ``detail``: why a bound could not be
+    checked or was skipped. ``previous``: for a recorded bound, the reason the comparison gave
+    before the baseline was rewritten.
     """
 
     metric: str
@@ -135,6 +157,7 @@ class Verdict:
     within_se: Optional[float] = None
     env_diffs: List[List[Any]] = field(default_factory=list)
     env_ignored: bool = False
+    workload_diffs: List[List[Any]] = field(default_factory=list)
     baseline_file: str = ""
     baseline_recorded: str = ""
     baseline_env: Dict[str, Any] = field(default_factory=dict)
@@ -142,6 +165,10 @@ class Verdict:
     previous: Optional[str] = None
     measurement: str = ""
     test: str = ""
+    #: an output check's numbers (``gate.outputs.OutputCheck.to_dict``); empty for a bound
+    outputs: Dict[str, Any] = field(default_factory=dict)
+    #: the stage of the measurement the bound is on (None: the whole measurement)
+    stage: Optional[str] = None
 
     @property
     def failed(self) -> bool:

@@ -114,6 +114,7 @@ class GraphStats:
     _graph_outputs: Tuple[str, ...] = field(default=(), repr=False, compare=False)
     _inputs: Tuple[str, ...] = field(default=(), repr=False, compare=False)
     _peak: int | None = field(default=None, repr=False, compare=False)
+    _input_shapes: Dict[str, Shape] | None = field(default=None, repr=False, compare=False)
 
     @property
     def peak_activation_elems(self) -> int:
@@ -147,20 +148,42 @@ class GraphStats:
             raise ModelError(f"{self.name}: batch {batch!r} must be a positive int")
         if batch == self.batch:
             return self
-        return _analyze_skeleton(self._skeleton, batch, self.name)
+        return _analyze_skeleton(self._skeleton, batch, self.name, self._input_shapes)
 
 
-def analyze(path_or_model, batch: int = 1) -> GraphStats:
+def analyze(path_or_model, batch: int = 1, input_shapes=None) -> GraphStats:
     """Analyse an ONNX file (path), an ``onnx.ModelProto`` or a zoo model's name at ``batch``.
 
-    Raises :class:`~pytest_jetson.errors.ModelError` for a file that is not ONNX or is truncated,
-    and for inputs with a dynamic dimension other than the batch.
+    ``input_shapes`` sizes the inputs' dynamic dimensions besides the batch (a height and width
+    exported as dynamic): a mapping of input name to shape, or one shape for every input; a shape
+    is given with or without the batch dimension. Raises
+    :class:`~pytest_jetson.errors.ModelError` for a file that is not ONNX or is truncated, for an
+    input with a dynamic dimension besides the batch that ``input_shapes`` does not size, and for a
+    given shape that contradicts the graph.
     """
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise ModelError(f"batch {batch!r} must be a positive int")
     model, where = _load(path_or_model)
     skeleton = _skeleton(model, where)
-    return _analyze_skeleton(skeleton, batch, model.graph.name or where)
+    return _analyze_skeleton(skeleton, batch, model.graph.name or where, _normal_shapes(input_shapes))
+
+
+def input_dims(path_or_model) -> Dict[str, Tuple[int | str | None, ...]]:
+    """The graph's inputs (initializers excluded) and their dims: an int where fixed, the
+    dimension's name (or None) where dynamic."""
+    model, _where = _load(path_or_model)
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    return {vi.name: tuple(d if not isinstance(d, int) or d > 0 else None for d in (_dims(vi.type) or ()))
+            for vi in g.input if vi.name not in inits}
+
+
+def _normal_shapes(input_shapes) -> Dict[str, Shape] | Shape | None:
+    if input_shapes is None:
+        return None
+    if isinstance(input_shapes, dict):
+        return {str(k): tuple(int(d) for d in v) for k, v in input_shapes.items()}
+    return tuple(int(d) for d in input_shapes)
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -293,14 +316,14 @@ def _dims(type_proto) -> List | None:
 # --- analysis ---------------------------------------------------------------------------------
 
 
-def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
+def _analyze_skeleton(sk, batch: int, name: str, input_shapes=None) -> GraphStats:
     import onnx
 
     where = sk.doc_string or name
     model = onnx.ModelProto()
     model.CopyFrom(sk)
     init_names = {t.name for t in model.graph.initializer}
-    input_shape = _set_batch(model.graph, init_names, batch, where)
+    input_shape = _set_batch(model.graph, init_names, batch, where, input_shapes)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
                                                      data_prop=True)
@@ -321,7 +344,7 @@ def _analyze_skeleton(sk, batch: int, name: str) -> GraphStats:
         **{total: sum(getattr(x, total) for x in layers) for total in _TOTALS},
         _inputs=tuple(i.name for i in g.input if i.name not in init_names),
         _skeleton=sk, _tensor_elems={n: _prod(s) for n, s in tensors.shapes.items()},
-        _graph_outputs=tuple(o.name for o in g.output))
+        _graph_outputs=tuple(o.name for o in g.output), _input_shapes=input_shapes)
 
 
 # GraphStats fields that are the sum of the same LayerStats field
@@ -333,34 +356,61 @@ def _output_shape(o, tensors: _Tensors) -> Shape:
     return s if s is not None else tuple(_dims(o.type) or ())
 
 
-def _set_batch(g, init_names: set, batch: int, where: str) -> Shape:
-    """Fix every graph input's batch axis at ``batch``; the first input's shape."""
+def _set_batch(g, init_names: set, batch: int, where: str, input_shapes=None) -> Shape:
+    """Fix every graph input's batch axis at ``batch`` (and its other dynamic dimensions at
+    ``input_shapes``); the first input's shape."""
     input_shape: Shape = ()
     for vi in g.input:
         if vi.name in init_names:
             continue
-        shape = _batched_input(vi, batch, where)
+        given = input_shapes.get(vi.name) if isinstance(input_shapes, dict) else input_shapes
+        shape = _batched_input(vi, batch, where, given)
         if not input_shape:
             input_shape = tuple(int(x.dim_value) for x in shape.dim)
     return input_shape
 
 
-def _batched_input(vi, batch: int, where: str):
+def _batched_input(vi, batch: int, where: str, given: Shape | None = None):
     dims = _dims(vi.type)
     if dims is None:
         raise ModelError(f"{where}: input {vi.name!r} has no shape: export it with a static shape (dynamic batch "
                          "only)")
+    if given is not None:
+        if len(given) == len(dims) - 1:
+            given = (batch,) + tuple(given)
+        if len(given) != len(dims):
+            raise ModelError(f"{where}: the shape {tuple(given)} given for input {vi.name!r} has {len(given)} "
+                             f"dimensions, the input has {len(dims)} ({_shown(dims)})")
     shape = vi.type.tensor_type.shape
+    missing = []
     for axis, d in enumerate(dims):
         if isinstance(d, int) and d > 0:
             if axis == 0 and d != batch:
                 raise ModelError(f"{where}: input {vi.name!r} has a fixed batch of {d}, not {batch}: export it with a dynamic batch axis or use batch={d}")
+            if axis and given is not None and given[axis] != d:
+                raise ModelError(f"{where}: the shape {tuple(given)} given for input {vi.name!r} sets dimension "
+                                 f"{axis} to {given[axis]}; the graph fixes it at {d} ({_shown(dims)})")
             continue
-        if axis != 0:
-            raise ModelError(f"{where}: input {vi.name!r} has a dynamic dimension {axis} ({d!r}): only the batch (first) dimension may be dynamic; export with a fixed input size")
-        shape.dim[0].Clear()
-        shape.dim[0].dim_value = batch
+        if axis == 0:
+            size = batch
+        elif given is not None and given[axis] > 0:
+            size = int(given[axis])
+        else:
+            missing.append(axis)
+            continue
+        shape.dim[axis].Clear()
+        shape.dim[axis].dim_value = size
+    if missing:
+        example = ", ".join("H" if a == len(dims) - 2 else "W" if a == len(dims) - 1 else "C"
+                            for a in range(1, len(dims)))
+        raise ModelError(f"{where}: input {vi.name!r} has dynamic dimension(s) {', '.join(map(str, missing))} "
+                         f"besides the batch ({_shown(dims)}); give its size: input_shape=({example}) "
+                         "without the batch, e.g. input_shape=(3, 480, 640), or a dict by input name")
     return shape
+
+
+def _shown(dims) -> str:
+    return "x".join(str(d) if isinstance(d, int) and d > 0 else (d or "?") for d in dims)
 
 
 class _Tensors:

@@ -26,17 +26,25 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
                                                    # samples, telemetry summary, environment, summary
           "keys": [<baseline key per measurement>],
           "fingerprint": {<device fingerprint + backend, precision, batch, model>},
-          "bounds": [{"metric", "text", "kind", "comparator", "value", "unit", "tolerance", "where"}],
+          "bounds": [{"metric", "text", "kind", "comparator", "value", "unit", "tolerance", "where",
+                      "stage", "devices", "backends"}],   # stage: null for the whole measurement
           "verdicts": [<gate.verdict.Verdict.to_dict()>: {"test", "measurement", "metric",
                         "outcome", "reason", "kind", "bound", "comparator", "threshold",
                         "tolerance", "value", "ci", "confidence", "baseline", "change", "worse",
-                        "worse_ci", "p_value", "basis", "env_diffs", "env_ignored",
+                        "worse_ci", "p_value", "basis", "env_diffs", "env_ignored", "workload_diffs",
                         "baseline_file", "baseline_recorded", "baseline_env", "detail",
-                        "previous"} + {"message": <report.render.message>}],
+                        "previous", "stage", "outputs": <an output check's numbers (kind "outputs",
+                        gate.outputs.OutputCheck.to_dict), else {}>} + {"message": <report.render.message>}],
+                                                   # stage: the bound's stage, null for the whole
           "baseline_file": "baselines/<device>/<module>.json",
           "staged": {<key>: <baseline entry recorded by --jetson-update-baselines>},
           "notes": [<text>],
-          "error": null | "<why the test errored>"
+          "error": null | "<why the test errored>",
+          "where": [{"measurement": <key>, "now", "baseline", "change", "relative",
+                     "stages": [{"stage", "now", "baseline", "change", "relative", "share"}]}]
+                                                   # mean time per call (s) of each stage the
+                                                   # baseline has too, the stage that explains most
+                                                   # of the whole's change first (share: of it)
         }
       ]
     }

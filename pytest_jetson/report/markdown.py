@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ..gate.verdict import outcome
 from .counts import TestCounts, from_results
-from .render import change_text, message, value_text
+from .render import change_text, message, subject, value_text, where_lines
 from .terminal import ordered, shown, skipped_notes
 
 
@@ -21,7 +21,8 @@ def _cell(text: Any) -> str:
 def _verdict_line(test: str, v: Any) -> str:
     tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else ""
     row = v.outcome_row
-    return (f"| {test} | {v.metric}{_cell(tag)} `{_cell(v.bound)}` | {value_text(v.metric, v.value, v.ci)} | "
+    return (f"| {test} | {_cell(subject(v))}{_cell(tag)} `{_cell(v.bound)}` | "
+            f"{value_text(v.metric, v.value, v.ci)} | "
             f"{value_text(v.metric, v.baseline, v.ci)} | {change_text(v.worse)} | {row.icon} {row.label} |")
 
 
@@ -55,7 +56,11 @@ def _heading(fp: Dict[str, Any], counts: TestCounts, title: str) -> List[str]:
 def _why(results: Sequence[Any]) -> List[str]:
     """Each error and each bound that needs a look in full, then the skipped bounds, folded."""
     details = [(r.nodeid, r.error) for r in results if r.error]
-    details += [(r.nodeid, message(v)) for r in ordered(results) for v in shown(r.verdicts)]
+    for r in ordered(results):
+        # where a failing test's time went, stage by stage, opens its details, as in its own report
+        if any(v.failed for v in r.verdicts) and getattr(r, "where", None):
+            details.append((r.nodeid, "\n".join(where_lines(r))))
+        details += [(r.nodeid, message(v)) for v in shown(r.verdicts)]
     skipped = skipped_notes(results)
     if not details and not skipped:
         return []

@@ -203,7 +203,8 @@ def comparison(plt: Any, rows: Sequence[Tuple[str, Any]], path: Path, title: str
 def verdict_label(nodeid: str, v: Any) -> str:
     test = nodeid.split("::", 1)[-1]
     tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in (v.measurement or "") else ""
-    return f"{test}{tag} {v.metric} ({v.bound})"
+    stage = f"{v.stage}: " if getattr(v, "stage", None) is not None else ""
+    return f"{test}{tag} {stage}{v.metric} ({v.bound})"
 
 
 def write_plots(results: Sequence[Any], directory: Union[str, Path]) -> List[Path]:

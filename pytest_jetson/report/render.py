@@ -7,12 +7,19 @@ direction (``metrics.METRICS[...].worse``), never a bare signed number.
 """
 
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+import textwrap
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
 from ..metrics import METRICS, format_percent, format_value
 
 RECORD_HINT = "record with --jetson-update-baselines"
+
+
+def subject(v: Any) -> str:
+    """What a verdict's bound is on: ``latency_p99``, or a stage's ``postprocess: latency_mean``."""
+    stage = getattr(v, "stage", None)
+    return f"{stage}: {v.metric}" if stage is not None else v.metric
 
 
 def label(outcome: str) -> str:
@@ -115,6 +122,11 @@ def env_diffs(diffs: Sequence[Sequence[Any]]) -> str:
     return "; ".join(f"{k}: {_fmt_env(k, a)} (baseline) vs {_fmt_env(k, b)} (now)" for k, a, b in diffs)
 
 
+def workload_change(diffs: Sequence[Sequence[Any]]) -> str:
+    """What runs that changed since the baseline: 'precision fp16 -> fp32, batch 1 -> 8'."""
+    return ", ".join(f"{k} {_fmt_env(k, a)} -> {_fmt_env(k, b)}" for k, a, b in diffs)
+
+
 def baseline_line(v: V.Verdict) -> str:
     if not v.baseline_file:
         return ""
@@ -129,26 +141,38 @@ def baseline_line(v: V.Verdict) -> str:
 
 
 def why_not_compared(v: V.Verdict) -> str:
-    """Why a relative bound was not compared (no_baseline, env_mismatch): the same words for every
-    metric of a test, so reports can say it once."""
+    """Why a bound was not checked (no_baseline, env_mismatch, not_measured, not_applicable): the
+    same words for every bound they hold for (a metric the backend cannot measure is named in
+    them), so reports can say it once."""
+    if v.kind == "outputs":
+        return v.detail
     if v.reason == "env_mismatch":
-        return f"baseline not compared, recorded under another environment: {env_diffs(v.env_diffs)}"
+        text = f"baseline not compared, recorded under another environment: {env_diffs(v.env_diffs)}"
+        if v.workload_diffs:
+            text += f" (what runs changed too: {workload_change(v.workload_diffs)})"
+        return text
+    if v.reason in ("not_measured", "not_applicable"):
+        return v.detail
     return f"{v.detail}; {RECORD_HINT}"
 
 
 def headline(v: V.Verdict) -> str:
     """The one-line statement of a verdict: what was measured against what, and the decision."""
+    if v.kind == "outputs":
+        return output_lines(v)[0]
     m = v.metric
-    value = f"{m} {value_text(m, v.value, v.ci)}{interval(m, v.ci, v.confidence)}"
+    value = f"{subject(v)} {value_text(m, v.value, v.ci)}{interval(m, v.ci, v.confidence)}"
     reason = v.reason
     if reason == "cannot_check":
-        return f"{m} {v.bound!r} cannot be checked: {v.detail.splitlines()[0] if v.detail else ''}"
+        return f"{subject(v)} {v.bound!r} cannot be checked: {v.detail.splitlines()[0] if v.detail else ''}"
+    if reason in ("not_measured", "not_applicable"):
+        return f"{subject(v)} {v.bound!r} not checked: {v.detail}"
     if v.kind == "absolute":
         verb = "meets" if reason == "bound_met" else "violates"
         return f"{value} {verb} the bound {v.comparator} {format_value(m, v.threshold)} ({v.bound!r})"
     tol = f"tolerance {format_percent(v.tolerance or 0.0)}"
     if reason in ("no_baseline", "env_mismatch"):
-        return f"{m} {v.bound}: {why_not_compared(v)}"
+        return f"{subject(v)} {v.bound}: {why_not_compared(v)}"
     shown = reason if reason != "recorded" else (v.previous or "")
     change = change_text(v.worse)
     against = f"the baseline {value_text(m, v.baseline, v.ci)}"
@@ -168,6 +192,8 @@ def headline(v: V.Verdict) -> str:
     else:
         decided = f"{_p(v.p_value)}, {percent_level(v.confidence or 0)} CI of the change {worse_interval(v.worse_ci)}"
     text = f"{head} ({words} {tol}; {decided})" if words else f"{head} ({tol}; {decided})"
+    if v.workload_diffs:  # the change that explains the figures comes first
+        text = f"{workload_change(v.workload_diffs)}: {text}"
     if reason == "recorded":
         text = f"baseline recorded by this run (the comparison was {shown.replace('_', ' ')}): {text}"
     return text
@@ -175,6 +201,8 @@ def headline(v: V.Verdict) -> str:
 
 def message(v: V.Verdict) -> str:
     """A verdict in full: the headline, then what to do and where the baseline came from."""
+    if v.kind == "outputs":
+        return "\n".join(output_lines(v))
     lines = [headline(v)]
     if v.reason == "cannot_check" and v.detail and "\n" in v.detail:
         lines += ["  " + x.strip() for x in v.detail.splitlines()[1:]]
@@ -185,6 +213,8 @@ def message(v: V.Verdict) -> str:
     if v.reason == "env_mismatch":
         lines.append("  re-record with --jetson-update-baselines, or compare anyway with "
                      "--jetson-allow-env-mismatch")
+    elif v.workload_diffs and v.reason != "recorded":
+        lines.append(workload_advice(v))
     if v.env_ignored and v.env_diffs:
         lines.append(f"  compared despite environment differences (--jetson-allow-env-mismatch): "
                      f"{env_diffs(v.env_diffs)}")
@@ -194,28 +224,170 @@ def message(v: V.Verdict) -> str:
     return "\n".join(lines)
 
 
+def workload_advice(v: V.Verdict) -> str:
+    """What a comparison across a workload change means: the figures are the change's cost, not
+    another environment's; storing the new workload's baseline is a decision."""
+    what = workload_change(v.workload_diffs)
+    if V.fails(v.outcome):
+        return (f"  what runs changed since the baseline ({what}) and the change costs this much: "
+                f"revert it, or, if the cost is accepted, store the new baseline with "
+                f"--jetson-update-baselines")
+    return (f"  what runs changed since the baseline ({what}); the baseline keeps the old workload "
+            f"until --jetson-update-baselines stores the new one")
+
+
+def workload_notes(results: Sequence[Any]) -> List[str]:
+    """The workload changes a session compared across, once per change: a change that passes is
+    said too, since its baseline still holds the old workload."""
+    by_change: Dict[str, List[str]] = {}
+    for r in results:
+        for v in r.verdicts:
+            if v.workload_diffs and v.reason not in ("env_mismatch", "recorded"):
+                tests = by_change.setdefault(workload_change(v.workload_diffs), [])
+                if r.nodeid not in tests:
+                    tests.append(r.nodeid)
+    lines = []
+    for change, tests in by_change.items():
+        where = tests[0] if len(tests) == 1 else f"{len(tests)} tests"
+        lines.append(f"what runs changed since the baseline: {change} in {where} (compared across the "
+                     f"change; --jetson-update-baselines stores the new workload's baseline)")
+    return lines
+
+
 def _tag(v: V.Verdict) -> str:
     return f"[{v.measurement.split('|', 1)[1]}] " if "|" in v.measurement else ""
 
 
 def failure_section(result: Any, inconclusive: str = "pass") -> str:
-    """What a failing perf test shows instead of a traceback: each failing verdict in full, then
-    the other bounds in a line."""
+    """What a failing perf test shows instead of a traceback: where its time moved, stage by stage
+    (when it has stages), each failing verdict in full, then the other bounds in a line."""
     bad = result.failing(inconclusive)
-    lines = []
+    lines = where_lines(result)
     for v in bad:
-        lines.append(v.outcome_row.lead + _tag(v) + message(v))
+        lead = "output check failed: " if v.kind == "outputs" else v.outcome_row.lead
+        lines.append(lead + _tag(v) + message(v))
     others = [v for v in result.verdicts if v not in bad]
     if others:
         lines.append("other bounds: " + "; ".join(
-            f"{_tag(v)}{v.metric} {v.bound!r} {label(v.outcome)}" for v in others))
+            f"{_tag(v)}{subject(v)} {v.bound!r} {label(v.outcome)}" for v in others))
     lines += [f"note: {n}" for n in getattr(result, "notes", None) or []]
     return "\n".join(lines)
+
+
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+
+
+def _time_unit(largest: float) -> Tuple[float, str]:
+    return next(((f, u) for f, u in _TIME_UNITS if abs(largest) >= f), _TIME_UNITS[-1])
+
+
+def _signed(x: float, unit: Tuple[float, str]) -> str:
+    text = f"{abs(x) / unit[0]:.1f}"
+    return f"{'-' if x < 0 else '+'}{text} {unit[1]}"
+
+
+def _signed_pct(x: Optional[float]) -> str:
+    return "" if x is None else f" ({'-' if x < 0 else '+'}{abs(x) * 100:.0f}%)"
+
+
+def where_text(w: Any) -> str:
+    """Where one measurement's time moved (``gate.attribution.Where``), the stage that explains most
+    first: 'postprocess +4.1 ms (+48%) explains 87% of the slowdown of +4.7 ms (+21%); preprocess
+    +0.2 ms (+3%); infer -0.0 ms (-0%)'."""
+    # the unit the whole's time reads in, so a change of 1 ms in a 12 ms pipeline reads "+1.0 ms"
+    unit = _time_unit(max([abs(s.change) for s in w.stages] + [w.baseline or 0.0]) or 1e-3)
+    whole = "" if w.change is None else f"{_signed(w.change, unit)}{_signed_pct(w.relative)}"
+    parts = []
+    for i, s in enumerate(w.stages):
+        part = f"{s.stage} {_signed(s.change, unit)}{_signed_pct(s.relative)}"
+        if i == 0 and s.share is not None and w.change is not None:
+            what = "slowdown" if w.change > 0 else "speed-up"
+            part += f" explains {s.share * 100:.0f}% of the {what} of {whole}"
+            whole = ""
+        parts.append(part)
+    if whole:
+        parts.append(f"mean latency {whole}")
+    return "; ".join(parts)
+
+
+def where_lines(result: Any, width: int = 100) -> List[str]:
+    """The opening of a failing test's report: per measurement with stages, the stages ordered by
+    how much of the change in mean latency they explain, wrapped at ``width``."""
+    out: List[str] = []
+    for w in getattr(result, "where", None) or []:
+        tag = f"[{w.measurement.split('|', 1)[1]}] " if "|" in w.measurement else ""
+        text = f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)"
+        out += textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False,
+                             break_long_words=False)
+    return out
 
 
 def warning(v: V.Verdict) -> str:
     """The pytest warning of a verdict that passes but needs attention (inconclusive)."""
     return f"perf bound inconclusive: {_tag(v)}{message(v)}"
+
+
+# -- output checks -------------------------------------------------------------------------------
+def _g(x: Any) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _at(where: Any) -> str:
+    return "[" + ", ".join(str(i) for i in where) + "]" if where is not None else ""
+
+
+def _cos(x: float) -> str:
+    """A similarity near 1 as its distance from 1 ('1 - 3.1e-07'), where the digits are."""
+    return f"1 - {1 - x:.2g}" if 0 < 1 - x < 1e-4 else f"{x:.6g}"
+
+
+def output_lines(v: V.Verdict) -> List[str]:
+    """An output check (a verdict of kind "outputs", ``gate.outputs``) in lines: which output
+    against what, the decision, then its numbers: the largest errors and where, the share out of
+    tolerance, the cosine similarity, the top-k agreement, the shapes and dtypes."""
+    c = v.outputs or {}
+    name = c.get("name") or v.metric.split(":", 1)[-1]
+    against = v.baseline_file or "the reference"
+    if v.reason == "outputs_unchecked":
+        return [v.detail]
+    if not c:  # recorded or no reference: nothing compared
+        return [v.detail]
+    if c.get("reason"):
+        head = f"{c['reason']} (against {against})"
+    else:
+        verb = "matches" if v.reason == "outputs_match" or (v.previous == "outputs_match") else "differs from"
+        head = f"output {name!r} {verb} {against} ({v.bound})"
+    if v.reason == "outputs_recorded":
+        head = f"golden outputs recorded by this run (the check was {(v.previous or '').replace('_', ' ')}): {head}"
+    lines = [head]
+    if c.get("max_abs") is not None:
+        size, bad = c.get("size") or 0, c.get("mismatched") or 0
+        share = f"{bad} of {size} elements ({bad / size * 100:.3g}%) out of tolerance" if size else ""
+        lines.append(f"  {share}; max abs error {_g(c['max_abs'])} at {_at(c.get('where_abs'))} "
+                     f"({_g(c.get('actual_at'))} vs {_g(c.get('reference_at'))}); "
+                     f"max rel error {_g(c.get('max_rel'))} at {_at(c.get('where_rel'))}; "
+                     f"mean abs error {_g(c.get('mean_abs'))}")
+        tol = c.get("tolerance") or {}
+        cos = f"cosine similarity {_cos(c['cosine'])}" if c.get("cosine") is not None else ""
+        if cos and tol.get("cosine") is not None:
+            cos += f" (least {tol['cosine']:g})"
+        topk = ""
+        if c.get("topk") is not None and tol.get("topk"):
+            k, least = tol["topk"]
+            topk = f"top-{k} agreement {c['topk'] * 100:.3g}% (least {least * 100:g}%)"
+        extra = "; ".join(x for x in (cos, topk) if x)
+        if extra:
+            lines.append("  " + extra)
+        specials = [f"{what} {n} in the output, {m} in the reference"
+                    for what, (n, m) in (("NaN", c.get("nan") or (0, 0)), ("inf", c.get("inf") or (0, 0))) if n or m]
+        if specials:
+            lines.append("  " + "; ".join(specials))
+        if c.get("failed"):
+            lines.append(f"  out of tolerance: {', '.join(c['failed'])}")
+    shape = tuple(c.get("shape") or ())
+    if c.get("shape") is not None and not c.get("reason"):
+        lines.append(f"  shape {shape} {c.get('dtype')}, as the reference")
+    return lines
 
 
 # -- the session's baselines -------------------------------------------------------------------

@@ -156,7 +156,8 @@ def _value(m: Any, metric: str) -> Optional[float]:
 
 def _followed(result: Any) -> List[str]:
     """The metrics followed for a test: those it bounds, else the defaults."""
-    bounded = [b.get("metric") for b in result.bounds if b.get("metric") in METRICS]
+    bounded = [b.get("metric") for b in result.bounds
+               if b.get("metric") in METRICS and b.get("stage") is None]
     return list(dict.fromkeys(bounded)) or list(DEFAULT_METRICS)
 
 
@@ -185,7 +186,8 @@ def _cells(runs: Sequence[Run]) -> Dict[Tuple[str, str], Dict[int, Point]]:
                     value = _value(m, metric)
                     if value is None:
                         continue
-                    verdicts = [v for v in r.verdicts if v.metric == metric and (v.measurement or key) == key]
+                    verdicts = [v for v in r.verdicts if v.metric == metric and (v.measurement or key) == key
+                                and getattr(v, "stage", None) is None]  # not a stage's verdicts
                     cells.setdefault((key, metric), {})[i] = _point(value, verdicts)
     return cells
 

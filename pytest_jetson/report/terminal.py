@@ -10,6 +10,7 @@ table only points at it. Skipped bounds are said once per reason. The table fits
 import textwrap
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..gate.bounds import stage_metrics
 from ..gate.keys import key_label
 from ..gate.verdict import outcome, rank
 from ..metrics import defaults
@@ -35,7 +36,7 @@ def ordered(results: Sequence[Any]) -> List[Any]:
 
 
 def _verdict_row(v: Any, indent: str) -> List[str]:
-    return [indent + v.metric, render.value_text(v.metric, v.value, v.ci),
+    return [indent + render.subject(v), render.value_text(v.metric, v.value, v.ci),
             render.value_text(v.metric, v.baseline, v.ci), render.change_text(v.worse), v.bound,
             v.outcome_row.label]
 
@@ -61,13 +62,28 @@ def _bound_rows(verdicts: Sequence[Any], cells: Any) -> List[List[str]]:
 
 
 def _measured_rows(measurement: Any) -> List[List[str]]:
-    """What a test without bounds measured (its headline metrics)."""
+    """What a test without bounds measured (its headline metrics, its stages' among them)."""
     out = []
-    for metric in MEASURED:
-        value = measurement.metric(metric)
-        if value is not None:
-            out.append(["  " + metric, render.value_text(metric, value), "-", "-", "-", "measured"])
+    parts = [("", measurement)] + [(f"{name}: ", stage) for name, stage in
+                                   (getattr(measurement, "stages", None) or {}).items()]
+    for prefix, part in parts:
+        for metric in MEASURED if not prefix else [m for m in MEASURED if m in stage_metrics()]:
+            value = part.metric(metric)
+            if value is not None:
+                out.append(["  " + prefix + metric, render.value_text(metric, value), "-", "-", "-",
+                            "measured"])
     return out
+
+
+def _timing_rows(measurements: Sequence[Any]) -> List[List[str]]:
+    """Where a measured function's time on the simulated board comes from (``extra["timing"]``):
+    one line, for the first measurement whose host time was scaled."""
+    for m in measurements or ():
+        t = getattr(m, "extra", {}).get("timing")
+        if isinstance(t, dict) and m.clock == "virtual" and t.get("host_measured_s") is not None:
+            return [[f"  per call: {t['simulated_s'] * 1e3:.3g} ms engines, simulated + "
+                     f"{t['host_scaled_s'] * 1e3:.3g} ms host, measured x{t['host_scale']:.2f}"]]
+    return []
 
 
 def rows(results: Sequence[Any], show: str = "problems", cells: Any = _verdict_row) -> List[List[str]]:
@@ -79,6 +95,7 @@ def rows(results: Sequence[Any], show: str = "problems", cells: Any = _verdict_r
         if not verdicts and not r.error and not (show == "all" and r.measurements):
             continue
         out.append([r.nodeid])
+        out += _timing_rows(r.measurements)
         if r.error:
             out.append(["  (nothing recorded)", "-", "-", "-", "-", outcome("error").label])
         out += _bound_rows(verdicts, cells)
@@ -94,7 +111,7 @@ def skipped_notes(results: Sequence[Any]) -> List[str]:
         per_test: Dict[str, List[str]] = {}
         for v in r.verdicts:
             if v.outcome_row.said_once:
-                per_test.setdefault(render.why_not_compared(v), []).append(f"{v.metric} {v.bound}")
+                per_test.setdefault(render.why_not_compared(v), []).append(f"{render.subject(v)} {v.bound}")
         for why, names in per_test.items():
             by_reason.setdefault(why, []).append((r.nodeid, names))
     lines = []

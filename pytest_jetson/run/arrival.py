@@ -115,7 +115,7 @@ class Schedule:
 
 def stream_seed(seed: Any, name: str) -> int:
     """One reproducible seed per (run seed, what is measured): another test's draws do not shift."""
-    return zlib.crc32(f"{seed}:{name}".encode("utf-8"))
+    return zlib.crc32(f"{seed}:{name}".encode())
 
 
 def _refuse(value: Any, where: str, why: str) -> BadRate:

@@ -1,29 +1,54 @@
 """The ``perf`` recorder: what a test measured, in order, for the gate to check afterwards."""
 
-from typing import Any, Callable, Dict, List, Optional
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from ..engines.base import as_engine
+from ..clock import WallClock
+from ..engines.base import Engine, as_engine
 from ..errors import ConfigError
 from ..metrics import METRICS
 from . import max_rate as rate_search
+from .function import FunctionWorkload
 from .harness import measure
+from .host_time import host_loads, host_scale
 from .measurement import Measurement
+from .outputs import OutputsRecord, check_unique, prepare
+from .stages import ACTIVE, Stage
 
 
 def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
-    """The fingerprint a baseline must share with this run: device + what the engine runs."""
+    """The fingerprint of this run: the device's (where it runs) and the engine's workload (what
+    runs: model, precision, batch, its input resolution where it has one, accelerator); the
+    gate compares a baseline across a workload change and says it (``gate.checks``)."""
     env: Dict[str, Any] = {}
     if context is not None:
         env.update(context.fingerprint())
     engine = as_engine(engine)
     env.update(precision=engine.precision, batch=engine.batch, backend=engine.backend,
                model=engine.model, accelerator=accelerator_of(engine.dla_core))
+    resolution = resolution_of(getattr(engine, "inputs", None) or [])
+    if resolution is not None:
+        env["resolution"] = resolution
     return env
 
 
 def accelerator_of(dla_core: Any) -> str:
     """'gpu', or 'dla0' / 'dla1' for an engine on a DLA core (with GPU fallback)."""
     return "gpu" if dla_core is None else f"dla{int(dla_core)}"
+
+
+def resolution_of(inputs: Sequence[Any]) -> Optional[str]:
+    """'224x224': height x width of the first image input (batch, channels and height and width
+    in either order, the channels 4 or fewer); None for an engine without one."""
+    for spec in inputs:
+        dims = tuple(getattr(spec, "shape", ()) or ())[1:]
+        if len(dims) != 3 or not all(isinstance(d, int) and d > 0 for d in dims):
+            continue
+        if dims[0] <= 4 < min(dims[1:]):  # NCHW
+            return f"{dims[1]}x{dims[2]}"
+        if dims[2] <= 4 < min(dims[:2]):  # NHWC
+            return f"{dims[0]}x{dims[1]}"
+    return None
 
 
 class Recorder:
@@ -36,6 +61,10 @@ class Recorder:
         #: ``extension(index)``: the ``extend`` callback of the index-th measurement (None: the
         #: measurement is not extended). The plugin sets it for tests with relative bounds.
         self.extension = extension
+        #: ``perf.check_outputs`` calls, judged by the gate after the body (``gate.outputs``)
+        self.output_checks: List[OutputsRecord] = []
+        #: ``golden(name) -> Path``: where this test's golden outputs live (the plugin sets it)
+        self.golden: Optional[Callable[[str], Any]] = None
 
     def record(self, measurement: Measurement) -> Measurement:
         if not isinstance(measurement, Measurement):
@@ -46,9 +75,16 @@ class Recorder:
         self.measurements.append(measurement)
         return measurement
 
-    def measure(self, engine: Any, duration: Any = None, iterations: Any = None, warmup: Any = "1s",
-                **kw: Any) -> Measurement:
-        """Measure ``engine`` with the harness (see ``run.harness.measure``) and record it.
+    def measure(self, target: Any, duration: Any = None, iterations: Any = None, warmup: Any = "1s",
+                items: Any = None, inputs: Any = None, name: Optional[str] = None, **kw: Any) -> Measurement:
+        """Measure ``target`` with the harness (see ``run.harness.measure``) and record it.
+
+        ``target``: an engine (or an object that runs like one: ``infer`` and a ``clock``),
+        measured as always; or any other callable, measured as a function
+        (``run.function.FunctionWorkload``): ``items`` per call (default 1), ``inputs`` handed
+        one per call (cycled), ``name`` (default the function's qualified name), its
+        ``perf.stage`` times in ``Measurement.stages``. Other keywords (``rate=``,
+        ``deadline=``, ``telemetry=``, ...) go to the harness.
 
         ``--jetson-duration`` overrides the length of every measurement: it replaces
         ``duration`` and ``iterations`` alike, so a whole suite can be shortened for a smoke run.
@@ -57,6 +93,7 @@ class Recorder:
         the gate extends a measurement whose comparison cannot decide yet (``gate.extend``), up to
         its budget.
         """
+        __tracebackhide__ = True
         settings = getattr(self.context, "settings", None)
         override: Optional[float] = getattr(settings, "duration", None)
         if override is not None:
@@ -65,12 +102,59 @@ class Recorder:
             kw["telemetry"] = getattr(self.context, "telemetry", None)
         if "telemetry_interval" not in kw and settings is not None:
             kw["telemetry_interval"] = getattr(settings, "telemetry_interval", None)
-        env = environment_of(self.context, engine)
+        workload = self._workload(target, items, inputs, name)
+        env = environment_of(self.context, workload if workload is not None else target)
         env.update(kw.pop("environment", None) or {})
         if self.extension is not None and "extend" not in kw:
             kw["extend"] = self.extension(len(self.measurements))
-        m = measure(engine, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
-        return self.record(m)
+        if workload is None:
+            m = measure(target, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
+            return self.record(m)
+        token = ACTIVE.set(workload.stages)
+        failure: Optional[BaseException] = None
+        try:
+            m = measure(workload, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
+        except Exception as exc:
+            if exc is not workload.raised:
+                raise
+            failure = exc
+        finally:
+            ACTIVE.reset(token)
+        if failure is not None:
+            # the function's own exception, from its own frames: the harness's would bury them
+            raise failure.with_traceback(_user_frames(failure.__traceback__))
+        return self.record(workload.finish(m))
+
+    def _workload(self, target: Any, items: Any, inputs: Any, name: Optional[str]) -> Optional[FunctionWorkload]:
+        """The function ``target`` wrapped for the harness, or None for an engine."""
+        if _is_engine(target):
+            given = [k for k, v in (("items", items), ("inputs", inputs)) if v is not None]
+            if given:
+                raise ConfigError(f"perf.measure({getattr(target, 'name', '') or type(target).__name__}): "
+                                  f"{given[0]}= is for functions; an engine runs on its own inputs at its "
+                                  "batch (open it with batch=N), or wrap it: perf.measure(lambda x: engine(x), "
+                                  "inputs=...)")
+            return None
+        if not callable(target):
+            raise ConfigError(
+                f"perf.measure() takes an engine (trt_engine(...)) or a function to call, not "
+                f"{type(target).__name__}")
+        ctx = self.context
+        clock = getattr(ctx, "clock", None) or WallClock()
+        simulated = getattr(clock, "kind", None) == "virtual"
+        device = getattr(ctx, "device", None)
+        scale = load = None
+        if simulated:
+            scale = host_scale(device)
+            load = host_loads(device)
+        board = device is not None and not getattr(device, "simulated", True)
+        backend = getattr(ctx, "backend", None) or "host"
+        return FunctionWorkload(target, items=1 if items is None else items, inputs=inputs, name=name,
+                                clock=clock, backend=backend, host_scale=scale, host_load=load, board=board)
+
+    def stage(self, name: str, sync: Any = None) -> Stage:
+        """``perf.stage(name)``: a named stage of the function being measured (``run.stages``)."""
+        return Stage(name, sync)
 
     #: ``parse(metric, text) -> Bound`` for perf.max_rate's bounds: the plugin hands the gate's
     #: parser in (data flows run -> gate, so run/ does not import it)
@@ -114,6 +198,48 @@ class Recorder:
                        max_rate_probes=[p.to_dict() for p in found.probes])
         return m
 
+    def check_outputs(self, engine_or_outputs: Any, inputs: Any = None, reference: Any = "onnxruntime",
+                      atol: Optional[float] = None, rtol: Optional[float] = None,
+                      cosine: Optional[float] = None, topk: Any = None, tolerances: Any = None,
+                      name: Optional[str] = None, model: Any = None,
+                      precision: Optional[str] = None) -> OutputsRecord:
+        """Check outputs against a reference; the gate judges them after the test body, beside
+        the perf bounds, and a mismatch fails the test (``run.outputs``, ``gate.outputs``).
+
+        ``engine_or_outputs``: an engine (run here on ``inputs``: given, replayed from the
+        golden file, or made from the session's seed) or outputs by name. ``reference``:
+        ``"onnxruntime"`` (the engine's ONNX on the CPU; ``model=`` for outputs),
+        ``"golden"`` (recorded with ``--jetson-update-baselines``) or ``{name: array}``.
+        ``atol``/``rtol``/``cosine``/``topk=(k, share)``: for every output (default: the
+        precision's, ``run.outputs.DEFAULT_TOLERANCES``); ``tolerances={name: {...}}`` per
+        output. On the simulated device nothing is run and the check is reported skipped."""
+        check_unique(self.output_checks, name or "")
+        record = prepare(self.context, engine_or_outputs, inputs=inputs, reference=reference,
+                         name=name or "", golden=self.golden, model=model, precision=precision,
+                         atol=atol, rtol=rtol, cosine=cosine, topk=topk, tolerances=tolerances)
+        self.output_checks.append(record)
+        return record
+
     @property
     def last(self) -> Measurement:
         return self.measurements[-1]
+
+
+def _is_engine(obj: Any) -> bool:
+    """An Engine, or an object that runs like one (``infer`` and a ``clock``: ``as_engine``)."""
+    return isinstance(obj, Engine) or (callable(getattr(obj, "infer", None))
+                                       and getattr(obj, "clock", None) is not None)
+
+
+def _user_frames(tb: Optional[TracebackType]) -> Optional[TracebackType]:
+    """The traceback from the measured function's frame on (the frames below the function
+    workload's own), or all of it where that frame is not found."""
+    own = {FunctionWorkload.call.__code__, FunctionWorkload._run_back_to_back.__code__,
+           FunctionWorkload._run_fed.__code__}
+    found = None
+    t = tb
+    while t is not None:
+        if t.tb_frame.f_code in own and t.tb_next is not None:
+            found = t.tb_next  # the innermost: the loop calls ``call`` on a virtual clock
+        t = t.tb_next
+    return found if found is not None else tb

@@ -95,14 +95,16 @@ def _oom_message(hw, model, precision, batch, processes, per_process, parts, ava
 
 def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, processes: int = 1,
             power_mode: Any = None, accelerator: str = "gpu", harness: Any = None,
-            resolution: Any = None) -> Prediction:
+            resolution: Any = None, input_shape: Any = None) -> Prediction:
     """Predict throughput, latency, memory, power and energy of ``model`` on a simulated ``device``.
 
     ``device``: a name, ``Profile`` or ``Device``; ``model``: a zoo name, an ONNX path or
     ``GraphStats``; ``power_mode``: a mode name or nvpmodel id of the board, or ``"fastest"`` (its
     highest-clock mode); ``harness``: what measures the engine (``sim.harness_model.names()``: the
     plugin's own loop on a board by default, trtexec's host latency, trtexec's GPU compute time,
-    a CUDA-graph replay, a zero-copy application, a Python application). Raises ``ConfigError``
+    a CUDA-graph replay, a zero-copy application, a Python application); ``resolution`` (an int or
+    (height, width)) and, for an ONNX file, ``input_shape`` (one shape without the batch, or a
+    dict by input name) size the inputs' dynamic dimensions. Raises ``ConfigError``
     for impossible inputs (unknown harness, power mode or precision, batch < 1, DLA on a board
     without one) and ``OutOfMemory`` when the processes do not fit in memory.
     """
@@ -113,7 +115,7 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
     notes: List[str] = list(hw.notes)
     p = plan.resolve_precision(hw, precision, profile_precisions(device), notes, h)
     n_gpu, n_dla = plan.check_accelerator(accelerator, hw, processes, p)
-    w = load(model, resolution)
+    w = load(model, resolution, input_shape)
     notes.extend(w.notes)
     c = plan.device_constants(hw, notes)
     if n_dla:

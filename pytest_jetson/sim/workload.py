@@ -266,12 +266,80 @@ def _zoo_workload(name: str, resolution: Any) -> Workload:
 
 
 @lru_cache(maxsize=32)
-def _file_workload(path: str, mtime: float) -> Workload:
-    return from_stats(graph.analyze(path, batch=1))
+def _file_stats(path: str, mtime: float, shapes: Any) -> Any:
+    return graph.analyze(path, batch=1, input_shapes=None if shapes is None else dict(shapes))
 
 
-def load(model: Any, resolution: Any = None) -> Workload:
-    """A zoo name, an ONNX path, a GraphStats(-like) object or a Workload -> Workload."""
+@lru_cache(maxsize=32)
+def _file_workload(path: str, mtime: float, shapes: Any = None) -> Workload:
+    return from_stats(_file_stats(path, mtime, shapes))
+
+
+@lru_cache(maxsize=32)
+def _file_inputs(path: str, mtime: float) -> Dict[str, Tuple[Any, ...]]:
+    return graph.input_dims(path)
+
+
+def file_shapes(path: Any, resolution: Any = None, input_shape: Any = None) -> Any:
+    """The sizes of an ONNX file's dynamic input dimensions, from ``input_shape`` (a shape, with or
+    without the batch, for every input, or a dict by input name) or ``resolution`` (an int or
+    (height, width): the last two dimensions of a 4-D input), as a hashable key (sorted
+    (name, shape without batch) pairs; None where the file has no dynamic dimension besides the
+    batch). A shape that disagrees with the file or with ``resolution`` is an error."""
+    p = Path(path)
+    dims = _file_inputs(str(p.resolve()), p.stat().st_mtime)
+    hw = None
+    if resolution is not None:
+        hw = (int(resolution), int(resolution)) if isinstance(resolution, (int, np.integer)) else \
+            tuple(int(x) for x in resolution)
+    out = []
+    for name, d in dims.items():
+        rest = tuple(d[1:])
+        if input_shape is not None:
+            given = input_shape.get(name) if isinstance(input_shape, dict) else input_shape
+        else:
+            given = None
+        if given is not None:
+            given = tuple(int(x) for x in given)
+            if len(given) == len(d):
+                given = given[1:]
+            if len(given) != len(rest):
+                raise ModelError(f"{p}: input_shape={given} has {len(given)} dimensions besides the batch; "
+                                 f"input {name!r} has {len(rest)} ({_shown(d)}): give its shape without the "
+                                 "batch, e.g. input_shape=(3, 480, 640)")
+            if hw is not None and len(d) == 4 and given[1:] != hw:
+                raise ModelError(f"{p}: input_shape={given} and resolution={resolution!r} disagree on the "
+                                 f"height and width of input {name!r}; give one of them")
+        elif hw is not None and len(d) == 4:
+            given = tuple(rest[:1]) + hw
+        if given is None:
+            if any(x is None or isinstance(x, str) for x in rest):
+                continue  # graph.analyze names the dimension and the fix
+            given = rest
+        for axis, (fixed, size) in enumerate(zip(rest, given), start=1):
+            if isinstance(fixed, int) and fixed != size:
+                raise ModelError(f"{p}: input {name!r} is {_shown(d)}, its dimension {axis} fixed at "
+                                 f"{fixed}; the shape given ({'x'.join(map(str, given))}) sets it to {size}")
+        out.append((name, tuple(given)))
+    dynamic = any(any(not isinstance(x, int) for x in d[1:]) for d in dims.values())
+    return tuple(sorted(out)) if dynamic else None
+
+
+def _shown(dims: Any) -> str:
+    return "x".join(str(x) if isinstance(x, int) else (x or "?") for x in dims)
+
+
+def file_stats(path: Any, shapes: Any = None) -> Any:
+    """The graph analysis (batch 1) of an ONNX file at ``shapes`` (a ``file_shapes`` key), cached."""
+    p = Path(path)
+    return _file_stats(str(p.resolve()), p.stat().st_mtime, shapes)
+
+
+def load(model: Any, resolution: Any = None, input_shape: Any = None) -> Workload:
+    """A zoo name, an ONNX path, a GraphStats(-like) object or a Workload -> Workload.
+
+    For an ONNX file, ``resolution`` and ``input_shape`` size the inputs' dynamic dimensions
+    (``file_shapes``); for a zoo name, ``resolution`` builds it at that size."""
     if isinstance(model, Workload):
         return model
     if hasattr(model, "kernels"):
@@ -284,8 +352,12 @@ def load(model: Any, resolution: Any = None) -> Workload:
         p = Path(model)
         if not p.exists():
             raise ModelError(f"ONNX file {p} does not exist; pass an existing .onnx path or a zoo name")
-        return _file_workload(str(p.resolve()), p.stat().st_mtime)
+        shapes = file_shapes(p, resolution, input_shape)
+        return _file_workload(str(p.resolve()), p.stat().st_mtime, shapes)
     if isinstance(model, str):
+        if input_shape is not None:
+            raise ModelError(f"{model}: input_shape= sizes an ONNX file's dynamic dimensions; a zoo "
+                             "model is built at resolution= (an int, or (height, width))")
         res = tuple(resolution) if isinstance(resolution, list) else resolution
         return _zoo_workload(model, res)
     raise ModelError(f"model {model!r} is not a zoo name, an .onnx path or GraphStats; pass one of those")

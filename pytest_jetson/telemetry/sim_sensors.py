@@ -7,7 +7,11 @@ The workload is a duck-typed object (the simulator's ``Prediction`` fits) with:
 * ``gpu_clock_mhz`` under load, optionally ``max_gpu_clock_mhz`` (the mode's maximum: a lower
   ``gpu_clock_mhz`` reads as throttling) and ``idle_gpu_clock_mhz``;
 * ``memory`` (bytes in use under load) and optionally ``idle_memory`` (bytes; default 0);
-* optionally ``thermal_resistance_c_per_w``, ``thermal_tau_s`` and ``ambient_c``.
+* optionally ``thermal_resistance_c_per_w``, ``thermal_tau_s`` and ``ambient_c``;
+* optionally ``cpu_util`` (percent of all cores): a measured function's own host code on the
+  simulated board is announced as such a load (``run.host_time.HostLoad``: one core busy, the
+  GPU idle). CPU load counts that host code only: an engine's own host work (enqueue, sync) is
+  inside its simulated latency, not CPU load, and an idle board reads 0 %.
 
 What runs when comes from one place: the loads announced on the virtual clock
 (``SimClock.announce``). Simulated engines announce each stretch of inferences as they run and a
@@ -115,7 +119,8 @@ class SimulatedSource(Source):
         return self.clock.load_at(t)
 
     def _state(self, t: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
-        """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``."""
+        """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``;
+        CPU load: ``_cpu_util(workload)``."""
         wl = self._active(t)
         base = self._latest()
         if wl is None:
@@ -151,8 +156,39 @@ class SimulatedSource(Source):
             cur = nxt
         self._thermal_t = t
 
+    def _over(self, a: float, b: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any, float]:
+        """The state averaged over ``(a, b]`` as a board's counters report it (a GPU load file, a
+        power monitor average the time since their last reading, not the instant): power, GPU,
+        EMC and CPU load weighted by time, memory at its peak, the clock and workload of the
+        longest busy part. ``b`` alone when the span is empty. Exact for the piecewise-constant
+        loads the clock announces, so a sample grid in step with a fixed arrival rate does not
+        alias (every sample landing on a busy instant)."""
+        if b <= a:
+            power, memory, util, clock, emc, wl = self._state(b)
+            return power, memory, util, clock, emc, wl, _attr(wl, "cpu_util", 0.0) or 0.0
+        cuts = [a] + self.clock.load_edges(a, b) + [b]
+        acc = {"power": 0.0, "util": 0.0, "emc": 0.0, "cpu": 0.0}
+        known_util, longest, pick = False, -1.0, None
+        for x, y in zip(cuts, cuts[1:]):
+            w = (y - x) / (b - a)
+            st = self._state(0.5 * (x + y))
+            power, _, util, _, emc, wl = st
+            acc["power"] += w * power
+            acc["util"] += w * (util or 0.0)
+            acc["emc"] += w * (emc or 0.0)
+            acc["cpu"] += w * (_attr(wl, "cpu_util", 0.0) or 0.0)
+            known_util = known_util or util is not None
+            busy = wl is not None
+            if (busy, y - x) > (pick is not None and pick[5] is not None, longest):
+                longest, pick = y - x, st
+        assert pick is not None
+        memory = self._state(b)[1]
+        return (acc["power"], memory, acc["util"] if known_util else None, pick[3], acc["emc"], pick[5],
+                acc["cpu"])
+
     def generate(self, start: float, end: float, interval: float) -> List[Reading]:
-        """Readings at ``start``, ``start + interval``, ... up to ``end`` (inclusive)."""
+        """Readings at ``start``, ``start + interval``, ... up to ``end`` (inclusive), each the
+        average of the span since the one before it (``_over``; the first: the instant)."""
         if end < start:
             return []
         n = int(math.floor((end - start) / interval + 1e-9)) + 1
@@ -162,9 +198,11 @@ class SimulatedSource(Source):
         self._advance_thermal(start)
         out: List[Reading] = []
         rng = self._rng
+        prev = start
         for t in times:
             self._advance_thermal(t)
-            power, memory, util, clock, emc, _ = self._state(t)
+            power, memory, util, clock, emc, wl, cpu = self._over(prev, t)
+            prev = t
             p = max(0.0, power * (1.0 + POWER_NOISE * rng.standard_normal()))
             noise = rng.standard_normal()
             # An idle GPU reads exactly 0 %, as the load file does.
@@ -180,6 +218,7 @@ class SimulatedSource(Source):
                     gpu_clock_mhz=clock,
                     emc_util=emc,
                     temps_c={"gpu": temp, "cpu": temp - 1.5, "tj": temp + 0.5},
+                    cpu_util=cpu,
                 )
             )
         return out

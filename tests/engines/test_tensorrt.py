@@ -126,23 +126,24 @@ def test_timed_loop_keeps_two_inferences_in_flight_and_records_gpu_compute(trt, 
     gpu = fake_tensorrt.COMPUTE_MS_PER_ITEM * 2 * 1e-3
     assert m.latency_gpu == pytest.approx(gpu)
     assert m.device_latencies == [pytest.approx(gpu)] * 20
-    # zero-copy on an integrated GPU: latency is the GPU compute time, nothing is copied
-    assert m.latency_mean == pytest.approx(gpu) and m.extra["io"] == "mapped"
+    # device buffers filled once, on an integrated GPU too: latency is the GPU compute time
+    assert m.latency_mean == pytest.approx(gpu) and m.extra["io"] == "device"
     assert m.extra["inflight"] == 2 and m.throughput > 0
     assert "cuda-python is not installed" in m.extra["cuda_graph"]
     assert m.build_time is not None and m.latency_first is not None and m.latency_first > 0
 
 
 @pytest.mark.parametrize("io, integrated, copies_per_inference", [
-    (None, 1, 0),        # mapped: zero copy
-    (None, 0, 0),        # a discrete GPU: device buffers filled once
+    (None, 1, 0),        # an integrated GPU: device buffers filled once, as trtexec's
+    (None, 0, 0),        # a discrete GPU: the same
+    ("mapped", 1, 0),    # asked for: zero copy
     ("host", 1, 2),      # asked for: one copy in, one copy out per inference
 ])
 def test_io_modes(monkeypatch, tmp_path, io, integrated, copies_per_inference):
     fake_tensorrt.install(monkeypatch)
     monkeypatch.setattr(fake_pycuda.Device, "INTEGRATED", integrated)
     engine = _open(conv_onnx(tmp_path / "net.onnx"), tmp_path, batch=2, io=io)
-    expected = io or ("mapped" if integrated else "device")
+    expected = io or "device"
     assert engine.io == expected
     before = fake_pycuda.STATE.copies
     m = measure(engine, iterations=10, warmup=0)
@@ -572,7 +573,7 @@ def test_real_pycuda_buffers_stream_events(monkeypatch, onnx_file, tmp_path, io)
 
 # -- the caller's inputs -------------------------------------------------------------------------
 @pytest.mark.parametrize("version", ["8.2.1", "10.3.0"])
-@pytest.mark.parametrize("io, integrated", [(None, 1), (None, 0), ("host", 1)])  # mapped, device, host
+@pytest.mark.parametrize("io, integrated", [("mapped", 1), (None, 0), ("host", 1)])  # mapped, device, host
 def test_the_callers_inputs_go_through_every_io_mode(monkeypatch, onnx_file, tmp_path, version, io,
                                                      integrated):
     fake_tensorrt.install(monkeypatch, version=version)

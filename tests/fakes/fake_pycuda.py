@@ -72,6 +72,8 @@ class State:
         self.host_allocs = 0
         self.mapped_allocs = 0
         self.copies = 0
+        #: ("htod" | "dtoh" | "dtod", device address, bytes) per copy, in order: which buffer a copy hit
+        self.copy_log: List[Any] = []
         #: ("enqueue", stream) and ("sync", None) in order: shows inferences in flight
         self.trace: List[Any] = []
         #: allocations, streams and events not yet freed (weakly held: pycuda frees on collection)
@@ -345,6 +347,7 @@ def _copy_ms(nbytes: int) -> float:
 
 def memcpy_htod_async(dest, src: np.ndarray, stream=None) -> None:
     raw = np.ascontiguousarray(src).view(np.uint8).reshape(-1)
+    STATE.copy_log.append(("htod", int(dest), raw.size))
 
     def copy() -> None:
         device_bytes(dest)[: raw.size] = raw
@@ -353,6 +356,7 @@ def memcpy_htod_async(dest, src: np.ndarray, stream=None) -> None:
 
 
 def memcpy_dtoh_async(dest: np.ndarray, src, stream=None) -> None:
+    STATE.copy_log.append(("dtoh", int(src), dest.nbytes))
     def copy() -> None:
         raw = dest.reshape(-1).view(np.uint8)
         raw[:] = device_bytes(src)[: raw.size]
@@ -361,6 +365,7 @@ def memcpy_dtoh_async(dest: np.ndarray, src, stream=None) -> None:
 
 
 def memcpy_dtod_async(dest, src, size: int, stream=None) -> None:
+    STATE.copy_log.append(("dtod", int(dest), size))
     def copy() -> None:
         device_bytes(dest)[:size] = device_bytes(src)[:size]
 

@@ -19,6 +19,10 @@ Behaviour, where the backend depends on it:
 - The "runtime" refuses plans the way TensorRT does, logging the messages recorded in public
   reports: foreign bytes (NVIDIA/TensorRT#2195), another TensorRT version
   (SthPhoenix/InsightFace-REST#84), another GPU (wayyeah/PointPillarTensorRT-ROS#7).
+- Output shapes follow the input shapes set on a context: the batch, and each dynamic dimension
+  named (``dim_param``) like a dimension of an input, as an exporter's dynamic axes name a
+  detector's height and width on its input and on its map (TensorRT infers them through the
+  layers; this fake only by name, and refuses outputs it cannot size).
 - The "kernel" writes each sample's input mean into its outputs (so data going through the buffers
   is visible) and costs ``COMPUTE_MS_PER_ITEM`` of fake_pycuda's GPU clock.
 """
@@ -190,6 +194,7 @@ class ITensor(_Gated):
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_shape", tuple(shape))
         object.__setattr__(self, "_range", None)
+        object.__setattr__(self, "_dim_names", [""] * len(tuple(shape)))
 
     name = property(lambda self: self._name)
     shape = property(lambda self: self._shape)
@@ -272,6 +277,10 @@ def _dims(vi) -> List[int]:
     return [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
 
 
+def _dim_names(vi) -> List[str]:
+    return [d.dim_param if not d.HasField("dim_value") else "" for d in vi.type.tensor_type.shape.dim]
+
+
 class OnnxParser(_Gated):
     _binding = "OnnxParser"
 
@@ -321,6 +330,7 @@ class OnnxParser(_Gated):
         for vi in model.graph.input:
             if vi.name not in inits:
                 t = ITensor(vi.name, _dims(vi), _FROM_ONNX.get(vi.type.tensor_type.elem_type, "FLOAT"))
+                object.__setattr__(t, "_dim_names", _dim_names(vi))
                 tensors[vi.name] = t
                 net._inputs.append(t)
         for n, node in enumerate(model.graph.node):
@@ -331,6 +341,7 @@ class OnnxParser(_Gated):
         for vi in model.graph.output:
             t = tensors.get(vi.name) or ITensor(vi.name, _dims(vi))
             object.__setattr__(t, "_shape", tuple(_dims(vi)))
+            object.__setattr__(t, "_dim_names", _dim_names(vi))
             net._outputs.append(t)
         return True
 
@@ -466,9 +477,10 @@ class Builder(_Gated):
                 prof = profs[0]
                 static = static and prof[0] == prof[2]
             tensors.append({"name": t.name, "mode": "INPUT", "dtype": "FLOAT", "shape": list(t.shape),
-                            "profile": prof, "profiles": profs})
+                            "profile": prof, "profiles": profs, "dim_names": list(t._dim_names)})
         for t in network._outputs:
-            tensors.append({"name": t.name, "mode": "OUTPUT", "dtype": "FLOAT", "shape": list(t.shape)})
+            tensors.append({"name": t.name, "mode": "OUTPUT", "dtype": "FLOAT", "shape": list(t.shape),
+                            "dim_names": list(t._dim_names)})
         on_dla = config._device == m.DeviceType.DLA
         gpu_layers = [lay for lay in network._layers if not on_dla or not static or lay._op in DLA_UNSUPPORTED]
         if on_dla:
@@ -678,7 +690,18 @@ class IExecutionContext(_Gated):
         shape = list(t["shape"])
         if shape and shape[0] < 0:
             shape[0] = self._batch()
+        names = t.get("dim_names") or []
+        for i in range(1, len(shape)):
+            if shape[i] < 0:
+                shape[i] = self._named_size(names[i] if i < len(names) else "", t["name"])
         return tuple(shape)
+
+    def _named_size(self, name: str, output: str) -> int:
+        for t in self._engine._tensors:
+            if t["mode"] == "INPUT" and name and name in (t.get("dim_names") or []):
+                return self._shapes[t["name"]][t["dim_names"].index(name)]
+        raise NotImplementedError(f"fake tensorrt: output {output!r} has a dynamic dimension no input "
+                                  "dimension names; the fake cannot size it")
 
     # name-based API
     def set_input_shape(self, name: str, shape) -> bool:

@@ -74,3 +74,30 @@ def conv_onnx(path: Path, channels: int = 4, size: Optional[int] = 16, softmax: 
     model.ir_version = 8
     onnx.save(model, str(path))
     return path
+
+
+def seg_onnx(path: Path, channels: int = 4, size: Optional[int] = None) -> Path:
+    """A dense-prediction CNN (as a text detector's head): (batch, 3, H, W) images to a
+    (batch, 1, H, W) probability map through Conv, Relu, Conv, Sigmoid. ``size=None``: dynamic
+    height and width, named ``height`` and ``width`` on the input and on the output."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    h = size if size is not None else "height"
+    w = size if size is not None else "width"
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, h, w])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 1, h, w])
+    inits = [numpy_helper.from_array(rng.standard_normal((channels, 3, 3, 3)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal((1, channels, 3, 3)).astype(np.float32), "w2")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="/conv2/Conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c2"], ["y"], name="/sigmoid/Sigmoid"),
+    ]
+    graph = helper.make_graph(nodes, "segnet", [x], [y], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path

@@ -120,11 +120,13 @@ def test_environment_mismatch_is_not_compared_unless_allowed():
     assert "despite environment differences" in message(forced)
 
 
-def test_precision_and_simulated_are_part_of_the_fingerprint():
+def test_precision_is_part_of_the_workload_and_simulated_of_the_environment():
     fp_now = fingerprint(measurement(), FP)
     base = dict(fp_now, precision="fp16", simulated=False)
     diffs = checks.env_differences(fp_now, base)
     assert ["precision", "fp16", "int8"] in diffs and ["simulated", False, True] in diffs
+    assert checks.env_differences(fp_now, base, checks.ENVIRONMENT_KEYS) == [["simulated", False, True]]
+    assert checks.workload_differences(fp_now, base) == [["precision", "fp16", "int8"]]
 
 
 def test_metric_nothing_measured_errors_naming_sources_tried():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from fakes.onnx_models import seg_onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_jetson.errors import ModelError
@@ -289,3 +290,19 @@ def test_model_local_functions_are_counted_inside():
     assert stats.unknown_ops == []
     assert stats.macs == 2 * 4 * 8 * 8 * 3 and stats.params == 12
     assert stats.output_shapes == [(2, 4, 8, 8)]
+
+
+def test_dynamic_height_and_width_are_analysed_at_the_given_shape(tmp_path):
+    path = seg_onnx(tmp_path / "det.onnx")
+    with pytest.raises(ModelError, match=r"input 'x' has dynamic dimension\(s\) 2, 3 besides the batch "
+                                         r"\(batchx3xheightxwidth\); give its size: input_shape=\(C, H, W\)"):
+        analyze(path)
+    small = analyze(path, input_shapes=(3, 48, 320))
+    frame = analyze(path, input_shapes={"x": (1, 3, 480, 640)})
+    assert small.input_shape == (1, 3, 48, 320) and frame.output_shapes == [(1, 1, 480, 640)]
+    # conv work scales with the pixels; the weights do not
+    assert frame.macs / small.macs == pytest.approx(480 * 640 / (48 * 320))
+    assert frame.params == small.params
+    assert frame.to_batch(2).macs == 2 * frame.macs
+    with pytest.raises(ModelError, match=r"sets dimension 1 to 4; the graph fixes it at 3"):
+        analyze(path, input_shapes=(4, 48, 320))

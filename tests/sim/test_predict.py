@@ -120,13 +120,15 @@ def test_gpu_bound_work_follows_the_gpu_clock_host_bound_work_the_cpu_clock():
     slow_cpu = dataclasses.replace(base, name="slow-cpu", cpu_max_mhz=base.cpu_max_mhz / 2)
 
     def run(mode, model, batch):
-        return predict(Device(profile=prof, power_mode=mode, simulated=True), model, "int8", batch)
+        # an application enqueuing kernel by kernel (a CUDA graph would hide the CPU's speed)
+        return predict(Device(profile=prof, power_mode=mode, simulated=True), model, "int8", batch,
+                       harness="zero-copy")
 
     small, small_slow = run(base, "mobilenet_v2", 1), run(slow_cpu, "mobilenet_v2", 1)
     big, big_slow = run(base, "resnet50", 32), run(slow_cpu, "resnet50", 32)
     assert small_slow.bound == "launch"
     assert small_slow.throughput < 0.8 * small.throughput  # batch-1 MobileNetV2 waits on the CPU ...
-    # ... a batch-32 ResNet50 only through its input copies.
+    # ... a batch-32 ResNet50 hardly.
     assert big_slow.throughput / big.throughput > small_slow.throughput / small.throughput + 0.15
     assert big_slow.bound == "compute"
 
@@ -328,26 +330,29 @@ def test_time_slicing_spreads_latency():
 
 def test_harness_separates_what_the_gpu_does_from_how_it_is_measured():
     preds = {h: predict(NANO, "resnet50", "int8", 8, harness=h) for h in harness_names()}
-    gpu = preds["plugin"].gpu_time
+    gpu = preds["zero-copy"].gpu_time
+    replayed = ("graphs", "plugin")  # the plugin's loop replays a CUDA graph, as the board's does
     for name, p in preds.items():
         assert p.harness == name
         assert p.latency >= p.gpu_time * 0.999
-        if name != "graphs":  # the board's work does not depend on how it is launched ...
+        if name not in replayed:  # the board's work does not depend on how it is launched ...
             assert p.gpu_time == pytest.approx(gpu)
     # ... except that a CUDA graph's kernels follow each other with shorter gaps
-    assert 0.9 * gpu < preds["graphs"].gpu_time < gpu
+    for name in replayed:
+        assert 0.9 * gpu < preds[name].gpu_time < gpu
     assert preds["trtexec-gpu"].latency == pytest.approx(gpu)  # trtexec's "GPU Compute Time"
     assert preds["trtexec-gpu"].host_time == 0
-    # copies cost time only under harnesses that copy
-    assert preds["plugin"].copy_time > 0 and preds["trtexec"].copy_time > 0
-    for h in ("graphs", "zero-copy", "python", "python-sync", "deepstream", "trtexec-gpu"):
+    # copies cost time only under harnesses that copy (the plugin's buffers are filled once)
+    assert preds["trtexec"].copy_time > 0
+    for h in ("plugin", "graphs", "zero-copy", "python", "python-sync", "deepstream", "trtexec-gpu"):
         assert preds[h].copy_time == 0
     # trtexec's host latency adds the copies to the GPU's time
     assert preds["trtexec"].latency == pytest.approx(gpu + preds["trtexec"].copy_time)
     # a CUDA graph launches once, not once per kernel
     assert preds["graphs"].host_time < 0.2 * preds["zero-copy"].host_time
-    # the plugin's own loop waits for every inference: never faster than trtexec's pipeline
-    assert preds["plugin"].latency >= preds["trtexec"].latency
+    # the plugin's own loop is a graph replay from Python: its Python bookkeeping on top
+    assert preds["plugin"].latency >= preds["graphs"].latency * 0.999
+    assert preds["plugin"].latency < preds["trtexec"].latency
 
 
 def test_default_harness_is_the_plugins_own_loop():
