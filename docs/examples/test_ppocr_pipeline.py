@@ -21,4 +21,6 @@ def test_ppocr(trt_engine, perf):
         with perf.stage("recognise"):
             return ppocr.read_text(rec(lines)["softmax_11.tmp_0"], chars)
 
-    perf.measure(ocr, inputs=[ppocr.page(seed) for seed in range(4)], duration="10s")
+    pages = [ppocr.page(seed) for seed in range(4)]
+    perf.measure(ocr, inputs=pages, duration="10s")
+    perf.check_outputs(det, inputs=ppocr.normalise(pages[0]))  # against onnxruntime on the CPU
