@@ -14,7 +14,8 @@ then each seed is one real ``pytest --jetson-missing-baseline=fail --jetson-inco
 
 Figures, per backend:
 
-* **unchanged runs failing**: the share of seeds whose run on unchanged code fails;
+* **unchanged runs failing**: the share of seeds whose run on unchanged code fails (and how many
+  of those only because a comparison stayed inconclusive, which the shipped flags fail);
 * **post-processing regression caught**: the share of seeds where the post-processing, made slower
   by twice its tolerance (a busy wait of 20% of its own time inside the stage: +20% against 10%),
   fails the test, with the stage named.
@@ -27,7 +28,7 @@ baseline against the profiling study's (1.09, 1.53, 2.27, 2.57 FPS; 1.20 in fp16
 ``JETSON_BENCH_ROUNDS`` runs (1 by default).
 
 Run: ``JETSON_BENCH_SEEDS=20 pytest benchmarks/test_bench_pipeline_gate.py -s`` (20 seeds per
-figure and backend: about 8 minutes on two cores; 2 by default, a smoke test in the suite).
+figure and backend: about 15 minutes on two cores; 2 by default, a smoke test in the suite).
 """
 
 import json
@@ -84,9 +85,9 @@ def test_pipeline(trt_engine, perf, frames):
 '''
 
 BACKENDS = {
-    # the simulated board: 2 s of board time is ~100 calls of ~20 ms host each
-    "simulated": (["--jetson-device", "orin-nano"], "2s", "0.3s"),
-    "onnxruntime": (["--jetson-device", "orin-nano", "--jetson-backend", "onnxruntime"], "3s", "0.5s"),
+    # the simulated board: 4 s of board time is ~200 calls of ~20 ms host each
+    "simulated": (["--jetson-device", "orin-nano"], "4s", "0.5s"),
+    "onnxruntime": (["--jetson-device", "orin-nano", "--jetson-backend", "onnxruntime"], "5s", "0.5s"),
 }
 
 
@@ -110,9 +111,10 @@ def run(path: Path, backend: str, *args: str, seed: int = 0, slower: float = 1.0
         cwd=path, env=env, capture_output=True, text=True, timeout=600)
     doc = json.loads(report.read_text()) if report.exists() else {"tests": []}
     failed = [t["nodeid"] for t in doc["tests"] if t.get("outcome") in ("fail", "error", "inconclusive")]
-    stage_failed = any(v.get("stage") == "postprocess" and v.get("outcome") == "fail"
-                       for t in doc["tests"] for v in t.get("verdicts", []))
+    verdicts = [v for t in doc["tests"] for v in t.get("verdicts", [])]
+    stage_failed = any(v.get("stage") == "postprocess" and v.get("outcome") == "fail" for v in verdicts)
     return {"rc": proc.returncode, "failed": failed, "stage_failed": stage_failed,
+            "a_bound_failed": any(v.get("outcome") == "fail" for v in verdicts),
             "tail": (proc.stdout + proc.stderr)[-2000:]}
 
 
@@ -133,10 +135,12 @@ def test_a_pipeline_gate_is_quiet_unchanged_and_catches_slower_postprocessing(be
 
     same, slow = benchmark.pedantic(figures, rounds=1, iterations=1)
     false_alarms = [s for s, r in zip(seeds, same) if r["rc"] != 0]
+    undecided = [s for s, r in zip(seeds, same) if r["rc"] != 0 and not r["a_bound_failed"]]
     caught = [s for s, r in zip(seeds, slow) if NODE in r["failed"]]
     named = [s for s, r in zip(seeds, slow) if r["stage_failed"]]
     print(f"\npipeline gate, {backend}, {SEEDS} seeds ({FIRST_SEED}..{FIRST_SEED + SEEDS - 1}):")
-    print(f"  unchanged runs failing: {len(false_alarms)}/{SEEDS} {false_alarms[:10]}")
+    print(f"  unchanged runs failing: {len(false_alarms)}/{SEEDS} {false_alarms[:10]}, of which "
+          f"{len(undecided)} only inconclusive (--jetson-inconclusive=fail)")
     print(f"  post-processing {SLOWER - 1:.0%} slower (tolerance {TOLERANCE:.0%}), caught: {len(caught)}/{SEEDS}; "
           f"the stage's own bound failing: {len(named)}/{SEEDS}")
     for s, r in zip(seeds, same):
@@ -144,6 +148,7 @@ def test_a_pipeline_gate_is_quiet_unchanged_and_catches_slower_postprocessing(be
             print(f"  seed {s}: rc {r['rc']}, failed {r['failed']}\n{r['tail']}")
             break
     benchmark.extra_info.update({"backend": backend, "seeds": SEEDS, "false_alarms": len(false_alarms),
+                                 "only_inconclusive": len(undecided),
                                  "caught": len(caught), "stage_named": len(named)})
     # at smoke size the figures are printed, not judged: a few seeds say nothing of a 1% rate
     assert all(r["rc"] in (0, 1) for r in same + slow), [r["tail"] for r in same + slow if r["rc"] not in (0, 1)]
