@@ -177,6 +177,20 @@ def _check_available(ctx):
                               f"available here: {why}; or use --jetson-telemetry auto")
 
 
+def _check_report_paths(config, settings):
+    """A report asked for where none may go (a device, a pipe, a directory, a link out of the
+    project, another file than a report of ours) is a usage error now, before any test runs in
+    vain; the same check runs again when the reports are written."""
+    if not (settings.report_json or settings.report_md or settings.plots):
+        return
+    from .gate.keys import project_root
+    from .report.files import check_paths
+
+    refused = check_paths(settings, project_root(config.rootpath))
+    if refused:
+        raise ConfigError("\n".join(refused))
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -195,6 +209,7 @@ def pytest_configure(config):
         _register_extensions(config)
         settings = _settings_from_config(config)
         _check_names(config, settings)
+        _check_report_paths(config, settings)
         device = resolve_device(settings.device, simulate=settings.simulate, power_mode=settings.power_mode)
         ctx = Context.create(settings, device, extra_fingerprint=_extra_fingerprint(config, device),
                              backends=config.stash[BACKENDS_KEY], sources=config.stash[SOURCES_KEY])
@@ -720,7 +735,7 @@ class PerfSession:
 
             target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
             written, errors = write_reports(self.results, s, self.ctx.fingerprint(), counts=self.counts,
-                                            target=target)
+                                            target=target, root=str(self.project()))
             self.lines += [f"pytest-jetson: wrote {p}" for p in written]
             self.errors += [f"pytest-jetson: {e}" for e in errors]
         if self.config.pluginmanager.get_plugin("terminalreporter") is None:
