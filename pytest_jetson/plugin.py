@@ -709,6 +709,19 @@ class PerfSession:
 
         return any(baseline_path(directory, self.key(n)).exists() for n in set(self.ran))
 
+    def _fail_on_lost_baselines(self, session, summary):
+        """Baselines this session measured but could not write (a full disk, a read-only
+        directory) fail it: exit status 1, as for a failed test, since what the run was for is
+        lost and a recording job must not go on as if it had recorded (4 is for command lines,
+        3 for crashes). A worse status already set is kept."""
+        if not summary.errors:
+            return
+        n = len(summary.errors)
+        self.errors.append(f"pytest-jetson: {n} baseline file{'s' if n != 1 else ''} could not be written "
+                           f"(above); this session fails so that its results are not taken as recorded")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
         if self.worker:
@@ -729,6 +742,7 @@ class PerfSession:
             summary = gate.finish([self.key(n) for n in self.ran], partial_selection=partial,
                                   failed_session=failed)
             self.lines += render.baseline_summary(summary)
+            self._fail_on_lost_baselines(session, summary)
         self.counts.add_verdicts(self.results)
         if s.report_json or s.report_md or s.plots:
             from .report.files import write_reports
