@@ -22,6 +22,7 @@ import pytest
 from . import hookspecs, metrics
 from .context import Context
 from .devices.catalog import get as get_profile
+from .devices.catalog import profiles as all_profiles
 from .devices.resolve import resolve_device
 from .engines import open_engine
 from .engines.backends import BACKENDS, Backend
@@ -254,6 +255,53 @@ def _profiles(names):
     return wanted
 
 
+#: the ``jetson`` mark's keywords (its positional arguments are devices)
+JETSON_MARK_KEYWORDS = ("dla", "power_mode", "tensor_cores")
+
+
+def _mark_modes(value):
+    """The power modes a ``jetson`` mark names: one (a name or an nvpmodel id) or a list of them,
+    each read later by the profile's own parser, as ``--jetson-power-mode`` is."""
+    values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v).strip():
+            raise ConfigError(f"power_mode={value!r} is not a power mode; give a name such as '15W', an "
+                              f"nvpmodel id such as 0, or a list of them")
+    return values
+
+
+def _mode_on(profile, value):
+    """The mode of ``profile`` that ``value`` names, or None where it has no such mode."""
+    try:
+        return profile.power_mode(value, option="@pytest.mark.jetson(power_mode=...)")
+    except ConfigError:
+        return None
+
+
+def check_jetson_mark(mark, device):
+    """A ``jetson`` mark's keywords as the session reads them: an unknown keyword, a flag that
+    is not a bool or a power mode no board has is a ConfigError (a mark that cannot match would
+    skip its test, and with it its perf bounds, forever)."""
+    unknown = sorted(set(mark.kwargs) - set(JETSON_MARK_KEYWORDS))
+    if unknown:
+        raise ConfigError(f"unknown keyword {unknown[0]!r}; it takes {', '.join(JETSON_MARK_KEYWORDS)} "
+                          f"(and devices as positional arguments)")
+    for flag in ("dla", "tensor_cores"):
+        if flag in mark.kwargs and not isinstance(mark.kwargs[flag], bool):
+            raise ConfigError(f"{flag}={mark.kwargs[flag]!r} must be True or False")
+    if mark.kwargs.get("power_mode") is None:
+        return
+    for v in _mark_modes(mark.kwargs["power_mode"]):
+        if any(_mode_on(p, v) for p in (device.profile, *all_profiles().values())):
+            continue
+        hint = " (a number is an nvpmodel id; a budget is written '15W')" if isinstance(v, int) else ""
+        listing = ", ".join(f"{m.name} (id {m.id})" if m.id is not None else m.name
+                            for m in device.profile.power_modes)
+        raise ConfigError(f"power mode {v!r} is a mode of no Jetson board{hint}; {device.profile.name}'s "
+                          f"modes are: {listing}; the mark reads modes as --jetson-power-mode does (a name "
+                          f"in any case, MODE_30W as 30W, or an nvpmodel id)")
+
+
 def _skip_reason(device, marks):
     """Why a test's ``jetson`` marks exclude this session, or None. Every mark must hold; the
     reason names the first mismatch in the order a reader looks: the board, what it has, its
@@ -269,12 +317,17 @@ def _skip_reason(device, marks):
         if mark.kwargs.get("tensor_cores", False) and not device.profile.has_tensor_cores:
             return f"needs tensor cores; {device.profile.name} has none"
     for mark in marks:
-        modes = mark.kwargs.get("power_mode")
-        if modes:
-            modes = [modes] if isinstance(modes, str) else list(modes)
-            if device.power_mode.name not in modes:
-                return (f"runs in power mode {', '.join(modes)}; this session tests "
-                        f"{device.power_mode.name} (--jetson-power-mode)")
+        if mark.kwargs.get("power_mode") is None:
+            continue
+        named = []
+        for v in _mark_modes(mark.kwargs["power_mode"]):
+            mode = _mode_on(device.profile, v)
+            if mode is not None and mode.name == device.power_mode.name:
+                break
+            named.append(mode.name if mode is not None else f"{v} (no mode of {device.profile.name})")
+        else:
+            return (f"runs in power mode {', '.join(named)}; this session tests "
+                    f"{device.power_mode.name} (--jetson-power-mode)")
     return None
 
 
@@ -284,18 +337,28 @@ PERF_FIXTURES = ("perf", "trt_engine", "process_pool")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark every test that measures with ``perf`` (before ``-m`` selects), and skip the tests
-    whose ``jetson`` marks exclude this session's device."""
+    """Mark every test that measures with ``perf`` (before ``-m`` selects); the ``jetson`` marks
+    are read once every plugin has added its own (``PerfSession.pytest_collection_modifyitems``)."""
     for item in items:
         if item.get_closest_marker("perf") is None and any(
                 f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES):
             item.add_marker(pytest.mark.perf)
-    ctx = config.stash.get(CONTEXT_KEY, None)
-    if ctx is None:
-        return
+
+
+def skip_excluded(device, items):
+    """Skip the tests whose ``jetson`` marks exclude ``device``, saying why in words; a mark that
+    cannot be read (one added after collection, where its check did not see it) is a usage error
+    naming the test."""
     for item in items:
         marks = list(item.iter_markers("jetson"))
-        reason = _skip_reason(ctx.device, marks) if marks else None
+        if not marks:
+            continue
+        try:
+            for mark in marks:
+                check_jetson_mark(mark, device)
+            reason = _skip_reason(device, marks)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"{item.nodeid}: jetson mark: {exc}") from None
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"jetson: {reason}"))
 
@@ -558,6 +621,35 @@ class PerfSession:
 
     def close(self):
         self.ctx.close()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        """A ``jetson`` mark the session cannot read (an unknown keyword, a power mode no board
+        has) is a collection error of its module, naming the test, the keyword and the fix."""
+        outcome = yield
+        rep = outcome.get_result()
+        if rep.outcome != "passed" or not rep.result:
+            return
+        errors = []
+        for item in rep.result:
+            if not isinstance(item, pytest.Item):
+                continue
+            for mark in item.iter_markers("jetson"):
+                try:
+                    check_jetson_mark(mark, self.ctx.device)
+                except ConfigError as exc:
+                    errors.append(f"{item.nodeid}:\njetson mark on {item.name}: {exc}")
+                    break
+        if errors:
+            rep.outcome = "failed"
+            rep.longrepr = "\n\n".join(errors)
+            rep.result = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        """Skip the tests whose ``jetson`` marks exclude this session's device: last, so that a
+        mark another plugin's or a conftest's hook added is read too."""
+        skip_excluded(self.ctx.device, items)
 
     # -- the family of comparisons ---------------------------------------------------------------
     def pytest_collection_finish(self, session):
