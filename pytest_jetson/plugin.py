@@ -13,6 +13,7 @@ nor numpy.
 """
 
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -92,9 +93,33 @@ def _plugin_name(config, impl):
     return name
 
 
+def _call_hook(config, impl, hook, kwargs):
+    """One implementation of a ``pytest_jetson_*`` hook, called with the arguments it names; an
+    exception it raises is a ConfigError naming the plugin, the hook and where it raised (a
+    usage error at start-up, not an internal error that loses the session)."""
+    try:
+        return impl.function(**{a: kwargs[a] for a in impl.argnames if a in kwargs})
+    except ConfigError:
+        raise
+    except Exception as exc:
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            path = tb.tb_frame.f_code.co_filename
+            try:
+                path = os.path.relpath(path, str(config.rootpath))
+            except ValueError:
+                pass
+            where = f" (at {path}:{tb.tb_lineno})"
+        raise ConfigError(f"{_plugin_name(config, impl)}: {hook} raised {type(exc).__name__}: {exc}; "
+                          f"fix the hook{where}") from None
+
+
 def _returned_rows(config, impl, hook):
     """What one implementation of a ``pytest_jetson_*`` table hook returned, as a list."""
-    value = impl.function(**{a: config for a in impl.argnames if a == "config"})
+    value = _call_hook(config, impl, hook, {"config": config})
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
@@ -152,14 +177,27 @@ def _check_names(config, settings):
 
 
 def _extra_fingerprint(config, device):
+    """The plugins' fingerprint fields: a dict of JSON values named by strings, checked here
+    since they are written into every baseline and report at the session's end."""
+    hook = "pytest_jetson_fingerprint"
     extra = {}
     for impl in config.hook.pytest_jetson_fingerprint.get_hookimpls():
-        kwargs = {a: {"config": config, "device": device}[a] for a in impl.argnames}
-        fields = impl.function(**kwargs) or {}
+        who = _plugin_name(config, impl)
+        fields = _call_hook(config, impl, hook, {"config": config, "device": device}) or {}
         if not isinstance(fields, dict):
-            raise ConfigError(f"{_plugin_name(config, impl)}: pytest_jetson_fingerprint must return "
-                              f"a dict of fingerprint fields, not {type(fields).__name__}")
-        extra.update({str(k): v for k, v in fields.items()})
+            raise ConfigError(f"{who}: {hook} must return a dict of fingerprint fields, not "
+                              f"{type(fields).__name__}")
+        for k, v in fields.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"{who}: {hook} returned a field named {k!r} ({type(k).__name__}); "
+                                  f"name fields with strings")
+            try:
+                json.dumps(v, allow_nan=False)
+            except (TypeError, ValueError, RecursionError):
+                raise ConfigError(f"{who}: {hook} returned field {k!r} = {_short(v)}, not a JSON value (a "
+                                  f"string, a finite number, true/false or null, or a list or dict of "
+                                  f"them)") from None
+        extra.update(fields)
     return extra
 
 
