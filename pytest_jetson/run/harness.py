@@ -321,7 +321,7 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     if before_window is not None:
         before_window()
 
-    measured = MeasuredWindow.around(telemetry, telemetry_interval, what=plan.name)
+    measured = MeasuredWindow.around(telemetry, telemetry_interval, what=plan.name, clock=engine.clock)
     with measured:
         if plan.arrivals is not None:
             _ready_first(engine, plan.batch)  # its input ready before the first arrival
