@@ -18,7 +18,7 @@ from .units import LONGEST_MEASUREMENT_S, parse_duration
 def check_budget(value: object, what: str) -> float:
     """A measurement budget: a number of requested durations, at least 1 (1: never extend)."""
     try:
-        budget = float(value)  # type: ignore[arg-type]
+        budget = float("nan") if isinstance(value, bool) else float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         budget = float("nan")
     if not 1.0 <= budget <= 100.0:

@@ -17,6 +17,7 @@ Timing is the harness's job; an engine only says which clock its time is on (``c
 ``"virtual"``, ``"wall"`` or ``"cuda"``).
 """
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -568,12 +569,31 @@ def model_label(model: ModelRef) -> str:
 
 def check_onnx_path(model: ModelRef, where: str) -> Path:
     path = Path(model)
+    what = _not_a_file(path)
+    if what:
+        raise ModelError(f"{where}: {str(path)!r} is {what}, not an ONNX file; pass the path of a regular "
+                         f".onnx file or a zoo name")
     if not path.is_file():
         raise ModelError(
             f"{where}: ONNX file {str(path)!r} does not exist; pass an existing .onnx path or a "
             "zoo name (`pytest-jetson models` lists them)"
         )
     return path
+
+
+def _not_a_file(path: Path) -> Optional[str]:
+    """What stands at ``path`` when it exists and is no regular file (a FIFO would block a
+    reader forever), in words; None otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return None
 
 
 def resolve_onnx(model: ModelRef, where: str, batch: Optional[int] = None,
