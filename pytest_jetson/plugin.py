@@ -854,8 +854,22 @@ class PerfSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        """Write the baselines and the reports, once, on the controller. A Ctrl-C meanwhile ends
+        it with a line and exit status 2 (each file is whole: written atomically, or not at all),
+        not a traceback."""
         if self.worker:
             return
+        try:
+            self._finish(session, exitstatus)
+        except KeyboardInterrupt:
+            self.errors.append("pytest-jetson: interrupted while writing the session's baselines and reports; "
+                               "every file is whole (the old one or the new one) and those not reached were "
+                               "not written: run again to write them")
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+            if self.config.pluginmanager.get_plugin("terminalreporter") is None:
+                sys.stderr.write(self.errors[-1] + "\n")
+
+    def _finish(self, session, exitstatus):
         s = self.ctx.settings
         if self._touches_baselines():
             from .gate.session import partial_selection
