@@ -34,3 +34,24 @@ def test_a_directory_onnx_is_named_a_directory(tmp_path):
 def test_a_missing_onnx_still_does_not_exist(tmp_path):
     with pytest.raises(ModelError, match="does not exist"):
         check_onnx_path(str(tmp_path / "gone.onnx"), "trt_engine")
+
+
+def test_an_input_too_big_to_make_is_an_engine_error_naming_it(tmp_path):
+    pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from pytest_jetson.engines.onnxruntime import OnnxRuntimeEngine
+    from pytest_jetson.errors import EngineError
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "H", "W"])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "relu.onnx"))
+    with pytest.raises(EngineError, match=r"input 'x' of shape 1x1000000x1000000 \(float32\) would need "
+                                          r"7450\.6 GiB to make, more than half of this machine's .*; open the "
+                                          r"model with a smaller input_shape= or batch="):
+        OnnxRuntimeEngine(str(tmp_path / "relu.onnx"), input_shape=(10 ** 6, 10 ** 6))
+    assert OnnxRuntimeEngine(str(tmp_path / "relu.onnx"), input_shape=(4, 4)).inputs[0].shape[1:] == (4, 4)
