@@ -55,7 +55,7 @@ class TelemetryFactory:
         self.root = root
         self.sources = sources
         self._opened: Optional[Tuple[Source, List[Tuple[str, str]]]] = None
-        self._siblings: Dict[str, "TelemetryFactory"] = {}
+        self._siblings: Dict[str, TelemetryFactory] = {}
 
     @property
     def simulated(self) -> bool:

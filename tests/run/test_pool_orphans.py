@@ -12,8 +12,16 @@ import signal
 import sys
 
 import pytest
-from orphans import (MARKER, marked, signal_and_count, signal_group_and_count, start_parent, timeout_run, wait_for,
-                     wait_gone)
+from orphans import (
+    MARKER,
+    marked,
+    signal_and_count,
+    signal_group_and_count,
+    start_parent,
+    timeout_run,
+    wait_for,
+    wait_gone,
+)
 
 from pytest_jetson.errors import WorkerError
 from pytest_jetson.run import pool_reaper
