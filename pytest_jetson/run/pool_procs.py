@@ -9,7 +9,9 @@ KeyboardInterrupt too.
 
 Each worker leads its own process group and is bound to the parent's death by the kernel
 (``pool_reaper``); stopping the pool ends each worker's whole group, so a process a worker started
-goes with it. A reaper process started first ends the groups if the parent itself is killed.
+goes with it. A reaper process started first, in a session of its own, ends the groups if the
+parent itself is killed, alone or with its whole process group. Every worker is spawned with the
+pool's mark in its environment, so helpers it detaches from its group are found and ended too.
 """
 
 import contextlib
