@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
 from .errors import ConfigError
-from .units import parse_duration
+from .units import LONGEST_MEASUREMENT_S, parse_duration
 
 
 def check_budget(value: object, what: str) -> float:
     """A measurement budget: a number of requested durations, at least 1 (1: never extend)."""
     try:
-        budget = float(value)  # type: ignore[arg-type]
+        budget = float("nan") if isinstance(value, bool) else float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         budget = float("nan")
     if not 1.0 <= budget <= 100.0:
@@ -28,17 +28,32 @@ def check_budget(value: object, what: str) -> float:
     return budget
 
 
+#: seeds numpy and every tool that reads a report take: 0 to 2**32 - 1
+MAX_SEED = 2 ** 32 - 1
+
+
 def parse_seed(value: object, what: str = "--jetson-seed") -> int:
     try:
-        return int(str(value).strip())
+        seed = int(str(value).strip())
     except ValueError:
         raise ConfigError(f"{what}: {value!r} is not an integer seed; use e.g. --jetson-seed 0") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"{what}: {seed} is not a seed; seeds are whole numbers from 0 to {MAX_SEED} "
+                          f"(numpy's), e.g. --jetson-seed 0")
+    return seed
 
 
 def parse_optional_duration(value: object, what: str) -> Optional[float]:
     if value in (None, ""):
         return None
     return parse_duration(value, what)  # type: ignore[arg-type]
+
+
+def parse_measure_duration(value: object, what: str) -> Optional[float]:
+    """A duration that overrides every measurement's: at most ``LONGEST_MEASUREMENT_S``."""
+    if value in (None, ""):
+        return None
+    return parse_duration(value, what, at_most=LONGEST_MEASUREMENT_S)  # type: ignore[arg-type]
 
 
 def _step_summary(config: Any) -> Optional[str]:
@@ -163,7 +178,7 @@ OPTIONS: Tuple[Option, ...] = (
     Option("--jetson-seed", "seed", default=0, metavar="N", ini="jetson_seed",
            ini_help="seed of the simulated noise", parse=parse_seed, reported=True,
            help="seed of the simulated device's run-to-run noise (default 0)"),
-    Option("--jetson-duration", "duration", metavar="DUR", parse=parse_optional_duration, reported=True,
+    Option("--jetson-duration", "duration", metavar="DUR", parse=parse_measure_duration, reported=True,
            help="override the duration of every perf.measure and process_pool, e.g. 2s"),
     Option("--jetson-telemetry", "telemetry", default="auto", metavar="SOURCE", ini="jetson_telemetry",
            ini_help="telemetry source", reported=True,

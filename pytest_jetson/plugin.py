@@ -13,6 +13,7 @@ nor numpy.
 """
 
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 from . import hookspecs, metrics
 from .context import Context
 from .devices.catalog import get as get_profile
+from .devices.catalog import profiles as all_profiles
 from .devices.resolve import resolve_device
 from .engines import open_engine
 from .engines.backends import BACKENDS, Backend
@@ -94,9 +96,33 @@ def _plugin_name(config, impl):
     return name
 
 
+def _call_hook(config, impl, hook, kwargs):
+    """One implementation of a ``pytest_jetson_*`` hook, called with the arguments it names; an
+    exception it raises is a ConfigError naming the plugin, the hook and where it raised (a
+    usage error at start-up, not an internal error that loses the session)."""
+    try:
+        return impl.function(**{a: kwargs[a] for a in impl.argnames if a in kwargs})
+    except ConfigError:
+        raise
+    except Exception as exc:
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            path = tb.tb_frame.f_code.co_filename
+            try:
+                path = os.path.relpath(path, str(config.rootpath))
+            except ValueError:
+                pass
+            where = f" (at {path}:{tb.tb_lineno})"
+        raise ConfigError(f"{_plugin_name(config, impl)}: {hook} raised {type(exc).__name__}: {exc}; "
+                          f"fix the hook{where}") from None
+
+
 def _returned_rows(config, impl, hook):
     """What one implementation of a ``pytest_jetson_*`` table hook returned, as a list."""
-    value = impl.function(**{a: config for a in impl.argnames if a == "config"})
+    value = _call_hook(config, impl, hook, {"config": config})
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
@@ -154,14 +180,27 @@ def _check_names(config, settings):
 
 
 def _extra_fingerprint(config, device):
+    """The plugins' fingerprint fields: a dict of JSON values named by strings, checked here
+    since they are written into every baseline and report at the session's end."""
+    hook = "pytest_jetson_fingerprint"
     extra = {}
     for impl in config.hook.pytest_jetson_fingerprint.get_hookimpls():
-        kwargs = {a: {"config": config, "device": device}[a] for a in impl.argnames}
-        fields = impl.function(**kwargs) or {}
+        who = _plugin_name(config, impl)
+        fields = _call_hook(config, impl, hook, {"config": config, "device": device}) or {}
         if not isinstance(fields, dict):
-            raise ConfigError(f"{_plugin_name(config, impl)}: pytest_jetson_fingerprint must return "
-                              f"a dict of fingerprint fields, not {type(fields).__name__}")
-        extra.update({str(k): v for k, v in fields.items()})
+            raise ConfigError(f"{who}: {hook} must return a dict of fingerprint fields, not "
+                              f"{type(fields).__name__}")
+        for k, v in fields.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"{who}: {hook} returned a field named {k!r} ({type(k).__name__}); "
+                                  f"name fields with strings")
+            try:
+                json.dumps(v, allow_nan=False)
+            except (TypeError, ValueError, RecursionError):
+                raise ConfigError(f"{who}: {hook} returned field {k!r} = {_short(v)}, not a JSON value (a "
+                                  f"string, a finite number, true/false or null, or a list or dict of "
+                                  f"them)") from None
+        extra.update(fields)
     return extra
 
 
@@ -178,6 +217,20 @@ def _check_available(ctx):
         if why:
             raise ConfigError(f"--jetson-telemetry {s.telemetry}: telemetry source {s.telemetry} is not "
                               f"available here: {why}; or use --jetson-telemetry auto")
+
+
+def _check_report_paths(config, settings):
+    """A report asked for where none may go (a device, a pipe, a directory, a link out of the
+    project, another file than a report of ours) is a usage error now, before any test runs in
+    vain; the same check runs again when the reports are written."""
+    if not (settings.report_json or settings.report_md or settings.plots):
+        return
+    from .gate.keys import project_root
+    from .report.files import check_paths
+
+    refused = check_paths(settings, project_root(config.rootpath))
+    if refused:
+        raise ConfigError("\n".join(refused))
 
 
 def pytest_configure(config):
@@ -198,6 +251,7 @@ def pytest_configure(config):
         _register_extensions(config)
         settings = _settings_from_config(config)
         _check_names(config, settings)
+        _check_report_paths(config, settings)
         device = resolve_device(settings.device, simulate=settings.simulate, power_mode=settings.power_mode)
         ctx = Context.create(settings, device, extra_fingerprint=_extra_fingerprint(config, device),
                              backends=config.stash[BACKENDS_KEY], sources=config.stash[SOURCES_KEY])
@@ -249,6 +303,53 @@ def _profiles(names):
     return wanted
 
 
+#: the ``jetson`` mark's keywords (its positional arguments are devices)
+JETSON_MARK_KEYWORDS = ("dla", "power_mode", "tensor_cores")
+
+
+def _mark_modes(value):
+    """The power modes a ``jetson`` mark names: one (a name or an nvpmodel id) or a list of them,
+    each read later by the profile's own parser, as ``--jetson-power-mode`` is."""
+    values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v).strip():
+            raise ConfigError(f"power_mode={value!r} is not a power mode; give a name such as '15W', an "
+                              f"nvpmodel id such as 0, or a list of them")
+    return values
+
+
+def _mode_on(profile, value):
+    """The mode of ``profile`` that ``value`` names, or None where it has no such mode."""
+    try:
+        return profile.power_mode(value, option="@pytest.mark.jetson(power_mode=...)")
+    except ConfigError:
+        return None
+
+
+def check_jetson_mark(mark, device):
+    """A ``jetson`` mark's keywords as the session reads them: an unknown keyword, a flag that
+    is not a bool or a power mode no board has is a ConfigError (a mark that cannot match would
+    skip its test, and with it its perf bounds, forever)."""
+    unknown = sorted(set(mark.kwargs) - set(JETSON_MARK_KEYWORDS))
+    if unknown:
+        raise ConfigError(f"unknown keyword {unknown[0]!r}; it takes {', '.join(JETSON_MARK_KEYWORDS)} "
+                          f"(and devices as positional arguments)")
+    for flag in ("dla", "tensor_cores"):
+        if flag in mark.kwargs and not isinstance(mark.kwargs[flag], bool):
+            raise ConfigError(f"{flag}={mark.kwargs[flag]!r} must be True or False")
+    if mark.kwargs.get("power_mode") is None:
+        return
+    for v in _mark_modes(mark.kwargs["power_mode"]):
+        if any(_mode_on(p, v) for p in (device.profile, *all_profiles().values())):
+            continue
+        hint = " (a number is an nvpmodel id; a budget is written '15W')" if isinstance(v, int) else ""
+        listing = ", ".join(f"{m.name} (id {m.id})" if m.id is not None else m.name
+                            for m in device.profile.power_modes)
+        raise ConfigError(f"power mode {v!r} is a mode of no Jetson board{hint}; {device.profile.name}'s "
+                          f"modes are: {listing}; the mark reads modes as --jetson-power-mode does (a name "
+                          f"in any case, MODE_30W as 30W, or an nvpmodel id)")
+
+
 def _skip_reason(device, marks):
     """Why a test's ``jetson`` marks exclude this session, or None. Every mark must hold; the
     reason names the first mismatch in the order a reader looks: the board, what it has, its
@@ -264,12 +365,17 @@ def _skip_reason(device, marks):
         if mark.kwargs.get("tensor_cores", False) and not device.profile.has_tensor_cores:
             return f"needs tensor cores; {device.profile.name} has none"
     for mark in marks:
-        modes = mark.kwargs.get("power_mode")
-        if modes:
-            modes = [modes] if isinstance(modes, str) else list(modes)
-            if device.power_mode.name not in modes:
-                return (f"runs in power mode {', '.join(modes)}; this session tests "
-                        f"{device.power_mode.name} (--jetson-power-mode)")
+        if mark.kwargs.get("power_mode") is None:
+            continue
+        named = []
+        for v in _mark_modes(mark.kwargs["power_mode"]):
+            mode = _mode_on(device.profile, v)
+            if mode is not None and mode.name == device.power_mode.name:
+                break
+            named.append(mode.name if mode is not None else f"{v} (no mode of {device.profile.name})")
+        else:
+            return (f"runs in power mode {', '.join(named)}; this session tests "
+                    f"{device.power_mode.name} (--jetson-power-mode)")
     return None
 
 
@@ -279,18 +385,28 @@ PERF_FIXTURES = ("perf", "trt_engine", "process_pool")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark every test that measures with ``perf`` (before ``-m`` selects), and skip the tests
-    whose ``jetson`` marks exclude this session's device."""
+    """Mark every test that measures with ``perf`` (before ``-m`` selects); the ``jetson`` marks
+    are read once every plugin has added its own (``PerfSession.pytest_collection_modifyitems``)."""
     for item in items:
         if item.get_closest_marker("perf") is None and any(
                 f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES):
             item.add_marker(pytest.mark.perf)
-    ctx = config.stash.get(CONTEXT_KEY, None)
-    if ctx is None:
-        return
+
+
+def skip_excluded(device, items):
+    """Skip the tests whose ``jetson`` marks exclude ``device``, saying why in words; a mark that
+    cannot be read (one added after collection, where its check did not see it) is a usage error
+    naming the test."""
     for item in items:
         marks = list(item.iter_markers("jetson"))
-        reason = _skip_reason(ctx.device, marks) if marks else None
+        if not marks:
+            continue
+        try:
+            for mark in marks:
+                check_jetson_mark(mark, device)
+            reason = _skip_reason(device, marks)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"{item.nodeid}: jetson mark: {exc}") from None
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"jetson: {reason}"))
 
@@ -556,6 +672,35 @@ class PerfSession:
     def close(self):
         self.ctx.close()
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        """A ``jetson`` mark the session cannot read (an unknown keyword, a power mode no board
+        has) is a collection error of its module, naming the test, the keyword and the fix."""
+        outcome = yield
+        rep = outcome.get_result()
+        if rep.outcome != "passed" or not rep.result:
+            return
+        errors = []
+        for item in rep.result:
+            if not isinstance(item, pytest.Item):
+                continue
+            for mark in item.iter_markers("jetson"):
+                try:
+                    check_jetson_mark(mark, self.ctx.device)
+                except ConfigError as exc:
+                    errors.append(f"{item.nodeid}:\njetson mark on {item.name}: {exc}")
+                    break
+        if errors:
+            rep.outcome = "failed"
+            rep.longrepr = "\n\n".join(errors)
+            rep.result = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        """Skip the tests whose ``jetson`` marks exclude this session's device: last, so that a
+        mark another plugin's or a conftest's hook added is read too."""
+        skip_excluded(self.ctx.device, items)
+
     # -- the family of comparisons ---------------------------------------------------------------
     def pytest_collection_finish(self, session):
         """Count the session's relative comparisons once the selection is final: the gate divides
@@ -724,10 +869,37 @@ class PerfSession:
 
         return any(baseline_path(directory, self.key(n)).exists() for n in set(self.ran))
 
+    def _fail_on_lost_baselines(self, session, summary):
+        """Baselines this session measured but could not write (a full disk, a read-only
+        directory) fail it: exit status 1, as for a failed test, since what the run was for is
+        lost and a recording job must not go on as if it had recorded (4 is for command lines,
+        3 for crashes). A worse status already set is kept."""
+        if not summary.errors:
+            return
+        n = len(summary.errors)
+        self.errors.append(f"pytest-jetson: {n} baseline file{'s' if n != 1 else ''} could not be written "
+                           f"(above); this session fails so that its results are not taken as recorded")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        """Write the baselines and the reports, once, on the controller. A Ctrl-C meanwhile ends
+        it with a line and exit status 2 (each file is whole: written atomically, or not at all),
+        not a traceback."""
         if self.worker:
             return
+        try:
+            self._finish(session, exitstatus)
+        except KeyboardInterrupt:
+            self.errors.append("pytest-jetson: interrupted while writing the session's baselines and reports; "
+                               "every file is whole (the old one or the new one) and those not reached were "
+                               "not written: run again to write them")
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+            if self.config.pluginmanager.get_plugin("terminalreporter") is None:
+                sys.stderr.write(self.errors[-1] + "\n")
+
+    def _finish(self, session, exitstatus):
         s = self.ctx.settings
         if self._touches_baselines():
             from .gate.session import partial_selection
@@ -744,6 +916,7 @@ class PerfSession:
             summary = gate.finish([self.key(n) for n in self.ran], partial_selection=partial,
                                   failed_session=failed)
             self.lines += render.baseline_summary(summary)
+            self._fail_on_lost_baselines(session, summary)
         self.counts.add_verdicts(self.results)
         target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
         provenance = None
@@ -755,7 +928,7 @@ class PerfSession:
             from .report.files import write_reports
 
             written, errors = write_reports(self.results, s, self.ctx.fingerprint(), counts=self.counts,
-                                            target=target, provenance=provenance)
+                                            target=target, provenance=provenance, root=str(self.project()))
             self.lines += [f"pytest-jetson: wrote {p}" for p in written]
             self.errors += [f"pytest-jetson: {e}" for e in errors]
         if s.history:

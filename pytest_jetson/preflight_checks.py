@@ -8,13 +8,14 @@ trip points) say so instead of passing silently.
 """
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional, Set, Tuple
 
 from .devices.catalog import get
-from .devices.detect import Detection, read_memory_available_bytes, read_text
+from .devices.detect import Detection, read_text
 from .devices.resolve import board_power_mode
 from .errors import ConfigError
 from .telemetry.sysfs import find_board_files, find_zones, read_gpu_load_pct, read_temps
@@ -279,10 +280,25 @@ def _thermal(root: Path, min_headroom: float) -> Check:
                  "let the board cool down and check its fan (`sudo jetson_clocks --fan` runs it at full speed)")
 
 
+def _available_memory(root: Path) -> Tuple[Optional[int], str]:
+    """MemAvailable in bytes, or None and why it cannot be read. Any amount from 0 up is
+    believed (little available is what the check is for); text that is not a number is not."""
+    text = read_text(root, "/proc/meminfo", limit=64 * 1024) or ""
+    m = re.search(r"^MemAvailable:[ \t]*(\S*)[ \t]*kB[ \t]*$", text, re.MULTILINE)
+    if m is None:
+        return None, "/proc/meminfo has no MemAvailable line (in kB)"
+    value = m.group(1)
+    if not (value.isascii() and value.isdigit()) or len(value) > 16:
+        shown = repr(value) if len(value) <= 24 else f"{value[:24]}... ({len(value)} characters)"
+        return None, f"/proc/meminfo: MemAvailable {shown} kB is not a number of kB"
+    return int(value) * 1024, ""
+
+
 def _memory(root: Path, found: Detection, minimum: int) -> Check:
-    available = read_memory_available_bytes(root)
+    available, why = _available_memory(root)
     if available is None:
-        return Check("free memory", SKIP, "/proc/meminfo has no MemAvailable")
+        return Check("free memory", FAIL, f"{why}: cannot tell whether the run has memory",
+                     "check /proc/meminfo (`cat /proc/meminfo`); in a container, mount the host's")
     total = f" of {format_bytes(found.memory_bytes)}" if found.memory_bytes else ""
     text = f"{format_bytes(available)} available{total}"
     if available >= minimum:

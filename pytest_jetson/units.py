@@ -24,9 +24,24 @@ _SIZE_SCALE = {
 
 Duration = Union[str, int, float, None]
 
+#: The longest measurement pytest-jetson runs (a duration, a warm-up, an adaptive run's limit, a
+#: pool's window): a day. A perf test longer than that is a typo or an exponent gone wrong, and on
+#: the simulated device's virtual clock every simulated second costs real time and memory.
+LONGEST_MEASUREMENT_S = 24 * 3600.0
+#: The most iterations one measurement may ask for: every iteration keeps a latency and an end
+#: time (and a device time on TensorRT), 8 bytes each at the least, so 10 million iterations hold
+#: 160-240 MB of samples, which every supported board has to spare beside a model; 10**12 would
+#: need terabytes. A real engine at 3,000 inferences/s reaches it in about an hour.
+MAX_ITERATIONS = 10_000_000
 
-def parse_duration(value: Duration, what: str = "duration") -> Optional[float]:
-    """``"10s"``, ``"50ms"``, ``"2min"``, ``1.5`` (seconds) -> seconds as float; None stays None."""
+
+def _span(seconds: float) -> str:
+    return "a day (24 h)" if seconds == LONGEST_MEASUREMENT_S else f"{seconds:g} s"
+
+
+def parse_duration(value: Duration, what: str = "duration", at_most: Optional[float] = None) -> Optional[float]:
+    """``"10s"``, ``"50ms"``, ``"2min"``, ``1.5`` (seconds) -> seconds as float; None stays None.
+    ``at_most``: the longest duration accepted (``LONGEST_MEASUREMENT_S`` for a measurement)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -43,6 +58,10 @@ def parse_duration(value: Duration, what: str = "duration") -> Optional[float]:
         seconds = float(m.group(1)) * _DURATION_SCALE[m.group(2)]
     if not math.isfinite(seconds) or seconds < 0:
         raise ConfigError(f"{what}: {value!r} is not a non-negative finite duration")
+    if at_most is not None and seconds > at_most:
+        shown = f"{value:g} s" if isinstance(value, (int, float)) else repr(value)
+        raise ConfigError(f"{what}: {shown} is longer than {_span(at_most)}, the longest measurement "
+                          f"pytest-jetson runs; measure for at most '{at_most:g}s'")
     return seconds
 
 

@@ -104,3 +104,49 @@ def signal_and_count(proc: "subprocess.Popen", token: str, sig: int, timeout: fl
         proc.wait(5)
     return {"alive_before": before, "left": [p.pid for p in left], "seconds": seconds,
             "signal": signal.Signals(sig).name}
+
+
+def _count_after(proc: "subprocess.Popen", token: str, t0: float, timeout: float) -> dict:
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    left = wait_gone(token, timeout)
+    seconds = time.monotonic() - t0
+    for p in left + ([psutil.Process(proc.pid)] if proc.poll() is None else []):
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    if proc.poll() is None:
+        proc.wait(5)
+    return {"left": [p.pid for p in left], "seconds": seconds}
+
+
+def signal_group_and_count(proc: "subprocess.Popen", token: str, sig: int, timeout: float = 15.0) -> dict:
+    """``kill -SIG -- -PGID``: signal the parent's whole process group (the parent leads it:
+    ``start_parent`` starts it in a session of its own), as a CI runner cancelling a job or a
+    terminal closing does; then count what is left."""
+    before = len(marked(token))
+    t0 = time.monotonic()
+    os.killpg(proc.pid, sig)
+    out = _count_after(proc, token, t0, timeout)
+    out.update(alive_before=before, signal=f"group {signal.Signals(sig).name}")
+    return out
+
+
+def timeout_run(tmp: Path, options: dict, seconds: float, processes: int = 2, timeout: float = 15.0) -> dict:
+    """``timeout SECONDS python parent.py``: coreutils' timeout signals the group it leads
+    (SIGTERM, then SIGKILL a second later); count what is left once it returned."""
+    token = uuid.uuid4().hex
+    opts = dict(options)
+    opts.setdefault("engine_factory", FAKE)
+    script = tmp / f"parent-{token[:8]}.py"
+    script.write_text(PARENT.format(root=str(ROOT), tests=str(ROOT / "tests"), options=opts, processes=processes))
+    env = dict(os.environ, **{MARKER: token})
+    t0 = time.monotonic()
+    proc = subprocess.Popen(["timeout", "-k", "1", f"{seconds:g}", sys.executable, str(script)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    out = _count_after(proc, token, t0, seconds + timeout)
+    out.update(signal=f"timeout {seconds:g}s", returncode=proc.returncode)
+    return out

@@ -17,6 +17,8 @@ Timing is the harness's job; an engine only says which clock its time is on (``c
 ``"virtual"``, ``"wall"`` or ``"cuda"``).
 """
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -568,12 +570,31 @@ def model_label(model: ModelRef) -> str:
 
 def check_onnx_path(model: ModelRef, where: str) -> Path:
     path = Path(model)
+    what = _not_a_file(path)
+    if what:
+        raise ModelError(f"{where}: {str(path)!r} is {what}, not an ONNX file; pass the path of a regular "
+                         f".onnx file or a zoo name")
     if not path.is_file():
         raise ModelError(
             f"{where}: ONNX file {str(path)!r} does not exist; pass an existing .onnx path or a "
             "zoo name (`pytest-jetson models` lists them)"
         )
     return path
+
+
+def _not_a_file(path: Path) -> Optional[str]:
+    """What stands at ``path`` when it exists and is no regular file (a FIFO would block a
+    reader forever), in words; None otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return None
 
 
 def resolve_onnx(model: ModelRef, where: str, batch: Optional[int] = None,
@@ -653,14 +674,29 @@ def read_onnx_io(path: Path, batch: int, where: str) -> Tuple[List[TensorSpec], 
     return graph_io(_read_onnx(path, where), batch)
 
 
+def _memory_bytes() -> Optional[int]:
+    """This machine's physical memory (None where the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def make_inputs(specs: Sequence[TensorSpec], batch: int, seed: int = 0) -> Dict[str, np.ndarray]:
     """Seeded random inputs for one batch: what every backend feeds (the values do not change the
     time of a dense network; seeding keeps runs reproducible)."""
     rng = np.random.default_rng(seed)
     feeds = {}
+    limit = _memory_bytes()
     for spec in specs:
         shape = spec.with_batch(batch).shape
         dtype = np.dtype(spec.dtype)
+        need = int(np.prod([int(d) for d in shape], dtype=object)) * max(dtype.itemsize, 8)  # drawn as float64
+        if limit is not None and need > limit // 2:
+            raise EngineError(
+                f"input {spec.name!r} of shape {'x'.join(str(d) for d in shape)} ({dtype.name}) would need "
+                f"{need / 2 ** 30:.1f} GiB to make, more than half of this machine's "
+                f"{limit / 2 ** 30:.1f} GiB; open the model with a smaller input_shape= or batch=")
         if dtype.kind == "f":
             feeds[spec.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind == "b":

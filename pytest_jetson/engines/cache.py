@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-import filelock
-
+from ..fileio import lock as fileio_lock
 from ..fileio import write_atomic
 from ..models import zoo
 
@@ -223,4 +222,4 @@ def store(path: Path, key: PlanKey, plan: bytes, built: Optional[Dict[str, Any]]
 def lock(path: Path) -> Any:
     """A file lock around building one plan (pytest-xdist workers and pools build it once)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return filelock.FileLock(str(path) + ".lock")
+    return fileio_lock(str(path) + ".lock")  # never through a link

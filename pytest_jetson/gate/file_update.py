@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from filelock import FileLock
-
 from .. import fileio
 from ..errors import BaselineError
 from .file_format import dump_baseline, dumps, read_file
@@ -29,7 +27,7 @@ def lock_path(path: Path) -> Path:
 
 
 def lock(path: Path):
-    return FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT)
+    return fileio.lock(lock_path(path), timeout=LOCK_TIMEOUT)  # never through a link
 
 
 

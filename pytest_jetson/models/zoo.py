@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Tuple, Union
 
-import filelock
-
 from ..errors import ModelError
+from ..fileio import lock as file_lock
 from ..fileio import write_atomic
 from . import torchvision_nets as tv
 from . import yolo
@@ -196,7 +195,7 @@ def path(name: str, batch: int | None = None, resolution: Resolution = None) -> 
     except OSError as exc:
         raise ModelError(f"cannot create the model cache {folder} ({exc}): set PYTEST_JETSON_CACHE to a writable "
                          "directory") from None
-    with filelock.FileLock(str(target) + ".lock"):
+    with file_lock(str(target) + ".lock"):  # never through a link
         if target.exists():
             return target
         model = _build(name, hw, structure=False, batch=batch)

@@ -8,6 +8,7 @@ the trends of past runs to the same step summary (``report.run_history.markdown`
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from .. import fileio
 from ..gate.verdict import outcome
 from ..provenance import commit_text
 from .counts import TestCounts, from_results
@@ -90,11 +91,11 @@ def render(results: Sequence[Any], device_fingerprint: Dict[str, Any], counts: O
     return "\n".join(lines) + "\n"
 
 
-def write(path: Union[str, Path], text: str, append: bool = False) -> Path:
-    """Write (or, for the GitHub step summary, append) the report."""
+def write(path: Union[str, Path], text: str, append: bool = False, root: Optional[Union[str, Path]] = None) -> Path:
+    """Write (or, for the GitHub step summary, append) the report, only to a regular file
+    (``fileio.check_target``: ``root`` is the project links may point into)."""
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a" if append else "w", encoding="utf-8") as fh:
-        fh.write(text)
+    if append:
+        return fileio.append(path, text, root=root)
+    fileio.write_atomic(path, text, root=root)
     return path

@@ -10,11 +10,13 @@
   (green up to the tolerance, red beyond), worst first.
 """
 
+import io
 import math
 import re
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from .. import fileio
 from ..errors import ConfigError
 
 #: the most bounds one comparison figure shows (the worst first); the title says how many more
@@ -130,6 +132,13 @@ def _telemetry_panel(ax: Any, panel: Tuple[str, str, float], lines: Sequence[Tup
     ax.set_ylabel(label)
 
 
+def _save(fig: Any, path: Path) -> None:
+    """A plot goes through ``fileio.write_atomic``: only to a regular file, never half of one."""
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=100, format="png")
+    fileio.write_atomic(path, buf.getvalue())
+
+
 def timeline(plt: Any, result: Any, path: Path) -> Path:
     several = len(result.measurements) > 1
     lines = [((_tag(key) + ": ") if several and _tag(key) else "", m, telemetry_series(m))
@@ -148,7 +157,7 @@ def timeline(plt: Any, result: Any, path: Path) -> Path:
     axes[0].set_xlim(left=0)
     fig.suptitle(result.nodeid, fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return path
 
@@ -195,7 +204,7 @@ def comparison(plt: Any, rows: Sequence[Tuple[str, Any]], path: Path, title: str
     ax.set_title((title or "current vs baseline") + more, fontsize="small")
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return path
 

@@ -403,7 +403,7 @@ def _written_lines(summary: Any) -> List[str]:
     if summary.written:
         files = sorted({f for f, _ in summary.written})
         return [f"baselines: wrote {_entries(len(summary.written))} to {', '.join(files)}"]
-    if summary.update:
+    if summary.update and not summary.errors:  # a file that failed is not "nothing to write"
         return ["baselines: nothing to write (no entry new or changed beyond noise)"]
     return []
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..engines.base import Engine, as_engine
 from ..errors import ConfigError
-from ..units import parse_duration
+from ..units import LONGEST_MEASUREMENT_S, MAX_ITERATIONS, format_duration, parse_duration
 from . import arrival
 from .measurement import Measurement
 from .window import MeasuredWindow
@@ -38,6 +38,23 @@ def _engine_name(engine: Engine) -> str:
     return str(engine.name or type(engine).__name__)
 
 
+def _check_simulated_length(engine: Engine, name: str, what: str, given: Any, seconds: Optional[float]) -> None:
+    """On the virtual clock a duration costs iterations, not time: one the simulated engine's
+    predicted latency turns into more than ``MAX_ITERATIONS`` is refused before it runs (it
+    would run for hours and hold gigabytes of samples). Real engines are bounded by the clock."""
+    if not seconds or getattr(engine.clock, "kind", None) != "virtual":
+        return
+    per_call = getattr(getattr(engine, "prediction", None), "latency", None)
+    if not isinstance(per_call, (int, float)) or not per_call > 0:
+        return
+    calls = seconds / per_call
+    if calls > MAX_ITERATIONS:
+        longest = MAX_ITERATIONS * per_call
+        raise ConfigError(f"{name}: {what}: {given} on the simulated device would take about {calls:.3g} "
+                          f"iterations, more than {MAX_ITERATIONS:,} (the samples would not fit in memory); "
+                          f"measure for at most {format_duration(longest)}")
+
+
 def _check_plan(name: str, duration: Optional[float], iterations: Any) -> Tuple[Optional[float], Optional[int]]:
     if iterations is not None:
         if isinstance(iterations, bool) or not isinstance(iterations, int):
@@ -48,6 +65,9 @@ def _check_plan(name: str, duration: Optional[float], iterations: Any) -> Tuple[
             except (TypeError, ValueError):
                 raise ConfigError(f"{name}: iterations={iterations!r} is not a whole number; "
                                   "pass e.g. iterations=1000") from None
+        if iterations > MAX_ITERATIONS:
+            raise ConfigError(f"{name}: iterations={iterations!r} is more than {MAX_ITERATIONS:,}, the most one "
+                              f"measurement keeps samples of (at 8 bytes or more per sample); pass fewer")
     dur_zero = duration is not None and duration <= 0
     it_zero = iterations is not None and iterations <= 0
     if (dur_zero and (iterations is None or it_zero)) or (it_zero and (duration is None or dur_zero)):
@@ -123,11 +143,14 @@ def _plan(engine: Engine, duration: Any, iterations: Any, warmup: Any, batch: Op
           stability: float, max_duration: Any, window: Any, rate: Any = None, deadline: Any = None,
           seed: Any = None, strict: bool = True) -> _Plan:
     name = _engine_name(engine)
-    dur = parse_duration(duration, f"{name}: duration")
+    longest = LONGEST_MEASUREMENT_S
+    dur = parse_duration(duration, f"{name}: duration", at_most=longest)
     dur, its = _check_plan(name, dur, iterations)
-    warm = parse_duration(warmup, f"{name}: warmup") or 0.0
-    max_dur = parse_duration(max_duration, f"{name}: max_duration")
-    win = parse_duration(window, f"{name}: window")
+    warm = parse_duration(warmup, f"{name}: warmup", at_most=longest) or 0.0
+    max_dur = parse_duration(max_duration, f"{name}: max_duration", at_most=longest)
+    win = parse_duration(window, f"{name}: window", at_most=longest)
+    for what, given, seconds in (("duration", duration, dur), ("warmup", warmup, warm)):
+        _check_simulated_length(engine, name, what, given, seconds)
     if win is not None and win <= 0:
         raise ConfigError(f"{name}: window={window!r} must be a positive duration such as '1s'")
     if not 0 < float(stability) < 1:
@@ -298,7 +321,7 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     if before_window is not None:
         before_window()
 
-    measured = MeasuredWindow.around(telemetry, telemetry_interval, what=plan.name)
+    measured = MeasuredWindow.around(telemetry, telemetry_interval, what=plan.name, clock=engine.clock)
     with measured:
         if plan.arrivals is not None:
             _ready_first(engine, plan.batch)  # its input ready before the first arrival

@@ -31,7 +31,7 @@ from ..engines.backends import BACKENDS, default_backend
 from ..errors import ConfigError
 from ..telemetry.factory import TelemetryFactory
 from ..telemetry.sources import SOURCES
-from ..units import format_duration, parse_duration
+from ..units import LONGEST_MEASUREMENT_S, format_duration, parse_duration
 from .measurement import Measurement, PoolMeasurement
 from .pool_procs import ProcessPool
 from .pool_spec import PoolRun, WorkerSpec, worker_specs
@@ -61,7 +61,7 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
     specs = worker_specs(workloads, processes, options)
     settings = getattr(context, "settings", None)
     window = _window_length(duration, settings)
-    warm = parse_duration(warmup, "process_pool warmup") or 0.0
+    warm = parse_duration(warmup, "process_pool warmup", at_most=LONGEST_MEASUREMENT_S) or 0.0
     if window < warm and getattr(settings, "duration", None) is not None:
         # --jetson-duration asks for quick runs everywhere: the warm-up shrinks with the window
         warm = window
@@ -75,7 +75,7 @@ def run_pool(workloads: Any, *, context: Any = None, device: Any = None, backend
     spec = _backend(backend, context, dev)
     if seed is None:
         seed = int(getattr(context, "seed", 0) or 0)
-    limit = parse_duration(deadline, "process_pool deadline")
+    limit = parse_duration(deadline, "process_pool deadline", at_most=2 * LONGEST_MEASUREMENT_S)
     if limit is None:
         # builds are inside the deadline: a cold TensorRT build of a big model on a Nano takes minutes
         limit = spec.pool_deadline_s + warm + window
@@ -110,7 +110,7 @@ def _window_length(duration: Any, settings: Any) -> float:
     override = getattr(settings, "duration", None)
     if override is not None:
         return float(override)
-    window = parse_duration(duration, "process_pool duration")
+    window = parse_duration(duration, "process_pool duration", at_most=LONGEST_MEASUREMENT_S)
     if window is None or window <= 0:
         raise ConfigError(f"process_pool: duration={duration!r} must be a positive duration such as '5s'")
     return window

@@ -9,7 +9,9 @@ KeyboardInterrupt too.
 
 Each worker leads its own process group and is bound to the parent's death by the kernel
 (``pool_reaper``); stopping the pool ends each worker's whole group, so a process a worker started
-goes with it. A reaper process started first ends the groups if the parent itself is killed.
+goes with it. A reaper process started first, in a session of its own, ends the groups if the
+parent itself is killed, alone or with its whole process group. Every worker is spawned with the
+pool's mark in its environment, so helpers it detaches from its group are found and ended too.
 """
 
 import contextlib
@@ -18,11 +20,14 @@ import multiprocessing
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 import types
+import uuid
 from dataclasses import dataclass, field
+from multiprocessing import spawn
 from multiprocessing.connection import wait
 from typing import Any, Dict, Iterator, List, Optional
 
@@ -100,6 +105,8 @@ class ProcessPool:
         self._tmpdir: Optional[str] = None
         self._reaper: Any = None
         self._reaper_conn: Any = None
+        #: marks every process the workers start (``pool_reaper.POOL_ENV``), found and ended at the end
+        self.token = f"{os.getpid()}-{uuid.uuid4().hex}"
 
     # -- lifecycle -----------------------------------------------------------------------------
     def run(self) -> List[WorkerState]:
@@ -122,18 +129,27 @@ class ProcessPool:
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
 
     def _start_reaper(self, ctx: Any) -> None:
-        receiver, sender = ctx.Pipe(duplex=False)
-        self._reaper = ctx.Process(target=pool_reaper.main, args=(receiver,), name="pytest-jetson-pool-reaper",
-                                   daemon=True)
-        with _lean_main():
-            self._reaper.start()
-        receiver.close()  # the parent keeps the only write end: its death closes the pipe
-        self._reaper_conn = sender
+        """The reaper: ``pool_reaper.py`` run as a script in a session of its own (a signal to
+        this process's whole group does not reach it), reading the read end of a pipe whose only
+        write end this process keeps (its death closes the pipe)."""
+        if os.name != "posix":
+            return  # process groups and death signals are POSIX's
+        read, write = os.pipe()
+        try:
+            self._reaper = subprocess.Popen(
+                [spawn.get_executable(), "-I", "-S", pool_reaper.__file__, str(read), self.token],
+                pass_fds=(read,), start_new_session=True, stdin=subprocess.DEVNULL)
+        except OSError:
+            os.close(write)
+            raise
+        finally:
+            os.close(read)
+        self._reaper_conn = os.fdopen(write, "w", buffering=1)
 
     def _name_to_reaper(self, pid: int) -> None:
         if self._reaper_conn is not None:
             try:
-                self._reaper_conn.send(("worker", int(pid)))
+                self._reaper_conn.write(f"worker {int(pid)}\n")
             except (OSError, ValueError):
                 pass
 
@@ -141,16 +157,19 @@ class ProcessPool:
         conn, self._reaper_conn = self._reaper_conn, None
         if conn is not None:
             try:
-                conn.send(("stop", None))
+                conn.write("stop\n")
             except (OSError, ValueError):
                 pass
-            conn.close()
-        if self._reaper is not None and self._reaper.pid is not None:
-            self._reaper.join(TERMINATE_WAIT_S)
-            if self._reaper.is_alive():
+            try:
+                conn.close()
+            except OSError:
+                pass
+        if self._reaper is not None:
+            try:
+                self._reaper.wait(TERMINATE_WAIT_S)
+            except subprocess.TimeoutExpired:
                 self._reaper.kill()
-                self._reaper.join(TERMINATE_WAIT_S)
-            self._reaper.close()
+                self._reaper.wait(TERMINATE_WAIT_S)
         self._reaper = None
 
     def _start(self, ctx: Any) -> None:
@@ -172,7 +191,7 @@ class ProcessPool:
             state.process, state.conn = process, receiver
             self.workers.append(state)
             state.t_spawn = time.perf_counter()
-            with _lean_main():
+            with _lean_main(), _marked(self.token):
                 process.start()
             state.extra["pid"] = process.pid
             self._name_to_reaper(process.pid)
@@ -360,6 +379,8 @@ class ProcessPool:
         for w in self.workers:
             if "pgid" in w.extra:
                 pool_reaper.kill_group(w.extra["pgid"], signal.SIGKILL)
+        # helpers a worker detached (a session of their own, a double fork) are out of its group
+        pool_reaper.kill_marked(self.token)
 
     def _stop_all(self) -> None:
         """Called on every way out: success, WorkerError, KeyboardInterrupt. Idempotent."""
@@ -383,6 +404,22 @@ class ProcessPool:
                     w.process.close()
                 except Exception:
                     pass
+
+
+@contextlib.contextmanager
+def _marked(token: str) -> Iterator[None]:
+    """Mark the environment a worker is spawned with (``pool_reaper.POOL_ENV``): every process it
+    starts inherits the mark, wherever it detaches to. Only while it is spawned: this process,
+    its reaper and what it starts later stay unmarked."""
+    before = os.environ.get(pool_reaper.POOL_ENV)
+    os.environ[pool_reaper.POOL_ENV] = token
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(pool_reaper.POOL_ENV, None)
+        else:
+            os.environ[pool_reaper.POOL_ENV] = before
 
 
 @contextlib.contextmanager

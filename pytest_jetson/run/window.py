@@ -32,14 +32,17 @@ class MeasuredWindow:
         self._before: Optional[Dict[str, int]] = None
 
     @classmethod
-    def around(cls, telemetry: Any, interval: Optional[float] = None, what: str = "perf.measure") -> "MeasuredWindow":
+    def around(cls, telemetry: Any, interval: Optional[float] = None, what: str = "perf.measure",
+               clock: Any = None) -> "MeasuredWindow":
         """A window sampled by ``telemetry``: None, False or "none" (no sampling), a sampler (a
         context manager with ``summary``, used as is) or a factory with ``sample(interval=...)``
-        (the session's ``TelemetryFactory``)."""
+        (the session's ``TelemetryFactory``; for what runs on ``clock``, its ``for_clock``)."""
         if telemetry is None or telemetry is False or telemetry == "none":
             return cls(None)
         if hasattr(telemetry, "__enter__"):
             return cls(telemetry)
+        if clock is not None and hasattr(telemetry, "for_clock"):
+            telemetry = telemetry.for_clock(clock)
         if hasattr(telemetry, "sample"):
             return cls(telemetry.sample() if interval is None else telemetry.sample(interval=interval),
                        counters_for(telemetry))

@@ -10,7 +10,7 @@ from one test to the next; it hands out a fresh ``Sampler`` per measured window:
     t.summary, t.series
 """
 
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .base import Source
 from .sampler import DEFAULT_INTERVAL, Sampler, _detect_reader, parse_interval
@@ -55,10 +55,27 @@ class TelemetryFactory:
         self.root = root
         self.sources = sources
         self._opened: Optional[Tuple[Source, List[Tuple[str, str]]]] = None
+        self._siblings: Dict[str, TelemetryFactory] = {}
 
     @property
     def simulated(self) -> bool:
         return is_simulated(self.device, self.clock)
+
+    def for_clock(self, clock: Any) -> "TelemetryFactory":
+        """The factory that samples an engine running on ``clock``: this one for a clock of the
+        session's kind (or of no known kind), else one with the same settings on that clock,
+        made once. The source follows the engine's clock, not the session's: an engine on the
+        wall clock in a session on the simulated device (whose clock is virtual) is sampled by
+        a real source, never the simulated one, whose readings follow the virtual clock."""
+        kind = getattr(clock, "kind", None)
+        if kind is None or kind == getattr(self.clock, "kind", None):
+            return self
+        sibling = self._siblings.get(kind)
+        if sibling is None:
+            sibling = self._siblings[kind] = TelemetryFactory(
+                self.device, clock, source=self.source_name, interval=self.interval, seed=self.seed,
+                workload=self.workload, root=self.root, sources=self.sources)
+        return sibling
 
     def open(self) -> Tuple[Source, List[Tuple[str, str]]]:
         if self._opened is None:

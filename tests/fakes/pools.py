@@ -13,7 +13,10 @@ misbehaves as ``fault`` says: ``raise-on-load``, ``hang-on-load``, ``raise`` / `
 that holds the GIL, as a driver call can be) after ``fault_after`` inferences of the timed window
 (warm-up calls do not count). It prints a line first so tests can check that the worker's last
 output is reported. ``child=True``: every worker starts a child process of its own when it opens
-its engine (as a library's helper process would), which sleeps until it is killed.
+its engine (as a library's helper process would), which sleeps until it is killed; ``child=
+"detached"`` starts it in a session of its own (``start_new_session``, out of the worker's
+process group), ``child="double-fork"`` as a daemon does (fork, ``setsid``, fork again, the middle
+process exits: the helper's parent is gone before the pool ends).
 """
 
 import os
@@ -93,10 +96,30 @@ class FakeEngine(Engine):
 
 
 
+def _daemon() -> int:
+    """A helper detached the classic way; returns its pid once it runs."""
+    read, write = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        os.close(read)
+        os.setsid()
+        helper = os.fork()
+        if helper == 0:
+            os.close(write)
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"])
+        os.write(write, str(helper).encode())
+        os._exit(0)
+    os.close(write)
+    pid = int(os.read(read, 32) or b"0")
+    os.close(read)
+    os.waitpid(middle, 0)
+    return pid
+
+
 def open_fake(model: Any, *, backend: str = "fake", device: Any = None, seed: int = 0, processes: int = 1,
               precision: str = "fp16", batch: int = 1, delay: float = 0.001, work: str = "sleep",
               fault: Optional[str] = None, fault_worker: Optional[int] = None, fault_after: int = 0,
-              load_s: float = 0.0, child: bool = False, **_: Any) -> FakeEngine:
+              load_s: float = 0.0, child: Any = False, **_: Any) -> FakeEngine:
     """Open a FakeEngine (the signature of ``open_engine``, plus the knobs above)."""
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"fault={fault!r} is not one of {', '.join(FAULTS)}")
@@ -106,8 +129,13 @@ def open_fake(model: Any, *, backend: str = "fake", device: Any = None, seed: in
     if child:
         import subprocess
 
-        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        print(f"fake engine {model}: started child process {proc.pid}", flush=True)
+        if child == "double-fork":
+            pid = _daemon()
+            print(f"fake engine {model}: started daemon {pid}", flush=True)
+        else:
+            proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                    start_new_session=child == "detached")
+            print(f"fake engine {model}: started child process {proc.pid}", flush=True)
     if mine and fault == "raise-on-load":
         print(f"fake engine {model}: cannot load", file=sys.stderr, flush=True)
         raise ModelError(f"fake model {model!r}: injected load failure")

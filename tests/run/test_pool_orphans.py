@@ -12,7 +12,16 @@ import signal
 import sys
 
 import pytest
-from orphans import MARKER, marked, signal_and_count, start_parent, wait_for, wait_gone
+from orphans import (
+    MARKER,
+    marked,
+    signal_and_count,
+    signal_group_and_count,
+    start_parent,
+    timeout_run,
+    wait_for,
+    wait_gone,
+)
 
 from pytest_jetson.errors import WorkerError
 from pytest_jetson.run import pool_reaper
@@ -168,3 +177,31 @@ def test_death_signal_and_groups_are_linux_calls_that_work_here():
     assert pool_reaper.set_parent_death_signal(0)  # disarm it again for this process
     assert pool_reaper.group_of(os.getpid()) in (os.getpid(), None)
     assert pool_reaper.kill_group(2 ** 22 + 12345, 0) is False  # no such group: no error
+
+
+# -- the whole process group killed, and helpers a worker detaches ------------------------------------
+@pytest.mark.parametrize("child", ["detached", "double-fork"])
+def test_a_finished_pool_ends_the_helpers_its_workers_detached(monkeypatch, child):
+    token = f"finished-{child}-{os.getpid()}-{random.random()}"
+    monkeypatch.setenv(MARKER, token)
+    m = run_pool(("fake", {"engine_factory": FAKE, "child": child}), processes=2, **QUICK)
+    assert m.processes == 2
+    left = wait_gone(token, 5.0, exclude={os.getpid()})
+    assert left == [], [(p.pid, p.ppid(), p.cmdline()) for p in left]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("child", [True, "detached", "double-fork"])
+def test_the_whole_group_killed_leaves_nothing(tmp_path, sig, child):
+    """``kill -- -PGID`` (and the SIGTERM a CI cancellation sends the group): the parent and
+    everything in its group die at once, the reaper of the pool with them unless it left it."""
+    proc, token = start_parent(tmp_path, {"child": child})
+    # the parent, its reaper, two workers and their two helpers
+    assert wait_for(token, 6) >= 6
+    result = signal_group_and_count(proc, token, sig)
+    assert result["left"] == [], result
+
+
+def test_a_timeout_run_leaves_nothing(tmp_path):
+    result = timeout_run(tmp_path, {"child": "detached"}, seconds=4.0)
+    assert result["returncode"] == 124 and result["left"] == [], result
