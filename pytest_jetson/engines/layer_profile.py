@@ -20,7 +20,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 #: the columns of a profile's rows in files, in order
 COLUMNS = ("name", "type", "precision", "time", "share", "tactic", "kernel", "bound", "size")
 #: layers a baseline entry keeps with their times: all of them up to this many, else the slowest
-KEEP = 40
+#: (and every reformat); the others are kept as a short hash of their name each
+KEEP = 64
+#: hex digits of a layer name's hash in a structure's ``names``
+NAME_HASH = 6
 #: the type a reformat layer has, whatever the backend calls it
 REFORMAT = "Reformat"
 
@@ -116,28 +119,40 @@ def digest(layers: Sequence[LayerTime]) -> str:
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
 
 
+def name_hash(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:NAME_HASH]
+
+
 def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
     """What a baseline entry keeps of ``profile``: its digest, layer and reformat counts, the layers
-    per precision, and [name, type, precision, time] of every layer (up to ``keep`` of them, else
-    the ``keep`` slowest, in execution order)."""
+    per precision, and [name, type, precision, time] of every layer, in execution order; of more
+    than ``keep`` layers, only the ``keep`` slowest and the reformats, with ``names``: every
+    layer's name hashed (``NAME_HASH`` hex digits each, in order), so that a layer that is not
+    kept is still known to have been there."""
     layers = profile.layers
-    kept = layers if len(layers) <= keep else _in_order(layers, profile.top(keep))
+    partial = len(layers) > keep
+    if partial:
+        chosen = {id(x) for x in profile.top(keep)}
+        kept = [x for x in layers if id(x) in chosen or x.is_reformat]
+    else:
+        kept = list(layers)
     precisions: Dict[str, int] = {}
     for x in layers:
         precisions[x.precision] = precisions.get(x.precision, 0) + 1
-    return {"digest": profile.digest, "source": profile.source, "layers": len(layers),
-            "reformats": profile.reformats, "precisions": dict(sorted(precisions.items())),
-            "total": _sig(profile.total, 3),
-            "rows": [[x.name, x.type, x.precision, _sig(x.time, 3)] for x in kept]}
+    out = {"digest": profile.digest, "source": profile.source, "layers": len(layers),
+           "reformats": profile.reformats, "precisions": dict(sorted(precisions.items())),
+           "total": _sig(profile.total, 3),
+           "rows": [[x.name, x.type, x.precision, _sig(x.time, 3)] for x in kept]}
+    if partial:
+        out["names"] = "".join(name_hash(x.name) for x in layers)
+    return out
 
 
-def _in_order(layers: Sequence[LayerTime], chosen: Sequence[LayerTime]) -> List[LayerTime]:
-    ids = {id(x) for x in chosen}
-    return [x for x in layers if id(x) in ids]
-
-
-def from_structure(d: Dict[str, Any]) -> Tuple[LayerProfile, int]:
-    """A baseline's kept layers as a (partial) profile, and how many layers the engine had."""
+def from_structure(d: Dict[str, Any]) -> Tuple[LayerProfile, int, Optional[List[str]]]:
+    """A baseline's kept layers as a (partial) profile, how many layers the engine had, and the
+    hashes of all their names where not every layer is kept (else None)."""
     rows = [LayerTime(name=str(r[0]), type=str(r[1]), precision=str(r[2]), time=float(r[3]))
             for r in d.get("rows") or []]
-    return LayerProfile(source=str(d.get("source", "")), layers=rows), int(d.get("layers") or len(rows))
+    names = d.get("names")
+    hashes = [names[i:i + NAME_HASH] for i in range(0, len(names), NAME_HASH)] if isinstance(names, str) else None
+    return LayerProfile(source=str(d.get("source", "")), layers=rows), int(d.get("layers") or len(rows)), hashes
