@@ -130,3 +130,43 @@ def test_re_recording_rewrites_the_structure_only_when_the_graph_changed():
         changed = make_entry(_measured(SimulatedEngine("resnet50", "orin-nano", "int8", 8, seed=0)),
                              {"device": "orin-nano"})
     assert merge_entry(old, changed)["structure"]["reformats"] == 3
+
+
+SUITE = '''
+import contextlib
+import os
+import pytest
+from fakes.sim_causes import fp32_layer
+
+LAYER = "layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2"
+
+@pytest.mark.perf(latency_mean="5%")
+def test_r50(trt_engine, perf):
+    cause = fp32_layer("resnet50", LAYER) if os.environ.get("INJECT_FP32") else contextlib.nullcontext()
+    with cause:
+        perf.measure(trt_engine("resnet50", precision="int8", batch=8), duration="2s")
+'''
+
+
+def test_a_failing_test_names_the_layer_first_in_its_report_markdown_and_json(pytester, monkeypatch):
+    pytester.syspathinsert(str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    pytester.makepyfile(test_r50=SUITE)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("INJECT_FP32", raising=False)
+    args = ("--jetson-device", "orin-nano", "-p", "no:cacheprovider")
+    pytester.runpytest(*args, "--jetson-update-baselines").assert_outcomes(passed=1)
+    doc = json.loads((pytester.path / "baselines" / "orin-nano-8gb" / "test_r50.py.json").read_text())
+    entry = doc["entries"]["test_r50.py::test_r50"]
+    assert entry["structure"]["layers"] == 58 and entry["structure"]["reformats"] == 2
+    pytester.runpytest(*args).assert_outcomes(passed=1)
+
+    monkeypatch.setenv("INJECT_FP32", "1")
+    r = pytester.runpytest(*args, "--jetson-report-json", "r.json", "--jetson-report-md", "r.md")
+    r.assert_outcomes(failed=1)
+    out = r.stdout.str()
+    start = out.index("layers: ")
+    assert out[start:].startswith("layers: layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2 +")
+    assert "reformats 2 -> 4" in " ".join(out.split())
+    where = json.loads((pytester.path / "r.json").read_text())["tests"][0]["where"][0]
+    assert where["layers"]["layers"][0]["status"] == "precision"
+    assert "layers: layer3.1.conv2" in (pytester.path / "r.md").read_text()
