@@ -26,6 +26,7 @@ COMMANDS: Dict[str, str] = {
     "diff": "what changed between two baseline directories or git revisions",
     "plot": "draw figures from JSON reports (scaling, Pareto front, measurements, comparison)",
     "history": "trends over past runs' JSON reports: steps and slow drifts",
+    "explain": "why a test got slower: its per-layer profile against a baseline or another report",
 }
 
 
