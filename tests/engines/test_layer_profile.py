@@ -11,6 +11,8 @@ from pytest_jetson.engines.simulated import SimulatedEngine
 from pytest_jetson.run.harness import measure
 from pytest_jetson.run.measurement import Measurement
 
+from fakes.onnx_models import conv_onnx
+
 
 def _run(seed, profile, model="resnet50", precision="int8", batch=4):
     clock = SimClock()
@@ -100,3 +102,46 @@ def test_the_digest_sees_fusion_and_precision_but_not_times_or_tactics():
     assert digest(a) != digest([LayerTime("conv1", "Convolution", "int8", 1e-4),
                                 LayerTime("relu1", "PointWise", "int8", 1e-5)])
     assert LayerProfile("x", a).to_dict()["digest"] == digest(a)
+
+
+def test_onnxruntime_profiles_its_nodes_on_a_session_of_its_own(tmp_path):
+    from pytest_jetson.engines.onnxruntime import PROFILE_RUNS, OnnxRuntimeEngine
+
+    engine = OnnxRuntimeEngine(str(conv_onnx(tmp_path / "c.onnx", channels=8, size=32)), "fp32", 2)
+    m = measure(engine, iterations=30, warmup=0)
+    p = m.profile
+    assert m.iterations == 30  # the profiling pass is not part of the timed window
+    assert p.source == "onnxruntime" and p.runs == PROFILE_RUNS
+    names = [x.name for x in p.layers]
+    assert "/pool/MaxPool" in names and "/gap/GlobalAveragePool" in names
+    assert {x.type for x in p.layers} >= {"Conv", "MaxPool"}
+    assert all(x.time > 0 and x.precision == "fp32" for x in p.layers)
+    assert sum(x.share for x in p.layers) == pytest.approx(1.0)
+    assert Measurement.from_dict(json.loads(json.dumps(m.to_dict()))).profile.digest == p.digest
+
+
+def test_an_onnxruntime_that_cannot_profile_leaves_a_note(tmp_path, monkeypatch):
+    import onnxruntime
+
+    from pytest_jetson.engines.onnxruntime import OnnxRuntimeEngine
+
+    engine = OnnxRuntimeEngine(str(conv_onnx(tmp_path / "c.onnx")), "fp32", 1)
+
+    class NoProfiling(onnxruntime.SessionOptions):
+        def __setattr__(self, name, value):
+            if name == "enable_profiling":
+                raise AttributeError("this build has no profiler")
+            super().__setattr__(name, value)
+
+    monkeypatch.setattr(onnxruntime, "SessionOptions", NoProfiling)
+    m = measure(engine, iterations=5, warmup=0)
+    assert m.iterations == 5 and m.profile.layers == []
+    assert "onnxruntime could not profile this engine (AttributeError: this build has no profiler)" in m.profile.notes[0]
+
+
+def test_a_trace_without_node_timings_is_said():
+    from pytest_jetson.engines.onnxruntime import profile_from_trace
+
+    assert profile_from_trace([{"cat": "Session", "name": "model_run", "ts": 0, "dur": 5}]).notes == [
+        "onnxruntime's profile held no node timings"]
+    assert profile_from_trace("not a trace").layers == []
