@@ -22,6 +22,11 @@ import time
 from typing import Any, Callable, List, Optional
 
 _perf_counter = time.perf_counter
+#: CPU seconds of this process. A host stretch counts the smaller of its wall and CPU time: time
+#: the host's scheduler gave to other jobs (a busy CI runner, a parallel test worker) is not the
+#: function's work and must not read as slower code; threads numpy runs in parallel do not
+#: count more than the wall time they took; a wait (``time.sleep``, I/O) is not work either.
+_cpu_clock = time.process_time
 
 
 class SimClock:
@@ -104,16 +109,16 @@ class SimClock:
         self._host_load = load
         self._host_seconds = 0.0
         self._host_scale = float(scale)
-        self._host_t0 = _perf_counter()
+        self._host_t0, self._host_c0 = _perf_counter(), _cpu_clock()
 
     def checkpoint(self) -> None:
         """Add the host time since the last checkpoint (scaled) to virtual time, in place."""
         scale = self._host_scale
         if scale is None:
             return
-        pc = _perf_counter()
-        dt = pc - self._host_t0
-        self._host_t0 = pc
+        pc, cpu = _perf_counter(), _cpu_clock()
+        dt = min(pc - self._host_t0, cpu - self._host_c0)
+        self._host_t0, self._host_c0 = pc, cpu
         if dt <= 0:
             return
         self._host_seconds += dt
@@ -134,7 +139,7 @@ class SimClock:
         """Restart the host timer: what ran since the last checkpoint was not the function's own
         code (an engine's or a stage's bookkeeping)."""
         if self._host_scale is not None:
-            self._host_t0 = _perf_counter()
+            self._host_t0, self._host_c0 = _perf_counter(), _cpu_clock()
 
     def host_end(self) -> float:
         """Stop measuring host time (after a last checkpoint); the host seconds measured."""

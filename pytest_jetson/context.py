@@ -21,6 +21,7 @@ from .devices.device import Device
 from .devices.host_cpu import Host
 from .engines.backends import BACKENDS, default_backend
 from .named_table import Registry
+from .provenance import identity, machine_info
 from .settings import Settings
 from .telemetry.sources import SOURCES, SourceContext
 
@@ -42,6 +43,9 @@ class Context:
     backends: Registry = field(default=BACKENDS, repr=False)
     #: the session's telemetry sources (``telemetry.sources.SourceSpec`` rows by name)
     sources: Registry = field(default=SOURCES, repr=False)
+    #: hostname and board serial (``provenance.machine_info``), read for real runs: fingerprint
+    #: fields that tell boards of one model apart, never compared by the gate
+    machine: Optional[Dict[str, Any]] = None
     _telemetry: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -49,6 +53,8 @@ class Context:
             self.clock = SimClock() if self.backend_spec.simulated else WallClock()
         if self.host is None and self.device.simulated and not self.backend_spec.simulated:
             self.host = Host.detect()
+        if self.machine is None and not self.backend_spec.simulated:
+            self.machine = machine_info()
 
     @classmethod
     def create(cls, settings: Settings, device: Device, backend: Optional[str] = None,
@@ -100,6 +106,7 @@ class Context:
         version = self.backend_version
         if version:
             fp["backend_version"] = version
+        fp.update(identity(self.machine or {}))
         fp.update(self.extra_fingerprint)
         return fp
 

@@ -137,6 +137,21 @@ def _telemetry(name: str, dimension: str, description: str, what: str, summary: 
                   defaults=defaults)
 
 
+#: What measures the GPU activity metrics (``gate.scope`` reads it).
+GPU_METRICS_SOURCE = "telemetry (GPU metrics: the simulated board, or Nsight Systems)"
+_ACTIVITY_HINT = ("GPU activity is sampled by the simulated board's telemetry or, on a board, by Nsight "
+                  "Systems' GPU metrics (nsys --gpu-metrics-devices), which the timed window does not run "
+                  "under: bound it on the simulated device (devices=/backends= on the mark), or record it "
+                  "on a board with --jetson-trace")
+
+
+def _activity(name: str, worse: str, description: str) -> Metric:
+    # Diagnostics, in no default list: they say why a figure moved, the gated figures say that it did.
+    return Metric(name, "percent", worse, GPU_METRICS_SOURCE, description, _ACTIVITY_HINT,
+                  estimator="series_mean", run_to_run=0.03, summary=f"{name}_mean", series=name,
+                  reduction="mean")
+
+
 _ROWS = (
     Metric("throughput", "rate", "lower", "harness", "items per second over the measured window",
            "the measurement has no items or no duration", estimator="throughput", sample="throughput",
@@ -195,6 +210,17 @@ _ROWS = (
            "highest arrival rate (calls per second) that met perf.max_rate's bounds",
            "max_rate needs rate= searched for: perf.max_rate(engine, latency_p99='<= 33 ms') "
            "records the measurement at the highest rate that meets the bound"),
+    # GPU activity as the concurrency study measured it (Nsight Systems' GPU metrics). Lower SM,
+    # issue and tensor-core activity is worse: the GPU's units idle more for the work (a fusion
+    # lost, layers fallen back from tensor to CUDA cores, more time-slicing). Higher DRAM
+    # utilisation is worse: the bandwidth is shared with the CPU, the DLA and the cameras of a
+    # unified-memory board, and what one engine takes the others lose.
+    _activity("sm_active", "lower", "mean share of time the SMs hold a resident block (Nsight Systems' "
+              "SM Active)"),
+    _activity("tensor_active", "lower", "mean share of time the tensor cores are busy (Tensor Active)"),
+    _activity("issue_active", "lower", "mean share of issue slots that issued an instruction (SM Issue)"),
+    _activity("dram_util", "higher", "mean DRAM bandwidth over the board's peak (DRAM Read + Write "
+              "Bandwidth)"),
 )
 
 #: name -> Metric, in the order reports list them (plugins' metrics after the built-in ones).

@@ -153,6 +153,11 @@ OPTIONS: Tuple[Option, ...] = (
            help="write every measurement, telemetry summary and verdict to PATH as JSON"),
     Option("--jetson-report-md", "report_md", metavar="PATH", fallback=_step_summary,
            help="write a Markdown summary (default: $GITHUB_STEP_SUMMARY when set)"),
+    Option("--jetson-history", "history", metavar="PATH", ini="jetson_history",
+           ini_help="SQLite history store each run is appended to",
+           help="append this run (commit, device, every test's metrics with their intervals) to the "
+                "SQLite history store at PATH, created when absent; 'pytest-jetson history PATH' reads "
+                "it. Ini: jetson_history."),
     Option("--jetson-plots", "plots", metavar="DIR",
            help="write PNG plots (telemetry timelines, current vs baseline) to DIR (needs the plots extra)"),
     Option("--jetson-seed", "seed", default=0, metavar="N", ini="jetson_seed",
@@ -167,6 +172,10 @@ OPTIONS: Tuple[Option, ...] = (
     Option("--jetson-telemetry-interval", "telemetry_interval", default=0.1, metavar="DUR",
            parse=parse_optional_duration,
            help="telemetry sampling interval (default 100ms, down to 10ms)"),
+    Option("--jetson-trace", "trace", choices=("fail", "all"), reported=True,
+           help="record a trace of each failing (fail) or every (all) perf test: on the simulated board a "
+                "Perfetto/Chrome trace JSON of its timeline, on a board an Nsight Systems report of a re-run; "
+                "written beside --jetson-report-json (jetson-traces/), else to .jetson-traces/"),
     Option("--jetson-table", "table", default="problems", choices=("problems", "all", "none"),
            fallback=_table_for_verbosity,
            help="the perf gate's table: problems (failed, errored, inconclusive bounds; the default), "
@@ -175,7 +184,7 @@ OPTIONS: Tuple[Option, ...] = (
 
 #: the ini keys, in the order ``pytest --help`` has always listed them
 INI_KEYS: Tuple[str, ...] = ("jetson_device", "jetson_baselines", "jetson_power_mode", "jetson_seed",
-                             "jetson_telemetry", "jetson_budget")
+                             "jetson_telemetry", "jetson_budget", "jetson_history")
 BY_INI = {o.ini: o for o in OPTIONS if o.ini}
 BY_FIELD = {o.field: o for o in OPTIONS}
 

@@ -42,6 +42,9 @@ BACKENDS_KEY = pytest.StashKey()
 SOURCES_KEY = pytest.StashKey()
 METRICS_KEY = pytest.StashKey()  # names of the plugins' metrics, removed at unconfigure
 SESSION_NAME = "jetson-perf-session"
+TRACE_NAME = "jetson-traces"
+#: the environment variable a test re-run under nsys carries (``report.trace.CHILD_ENV``)
+NSYS_CHILD_ENV = "PYTEST_JETSON_NSYS_CHILD"
 
 
 def pytest_addhooks(pluginmanager):
@@ -203,9 +206,16 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     config.stash[CONTEXT_KEY] = ctx
     config.pluginmanager.register(PerfSession(config, ctx), SESSION_NAME)
+    if os.environ.get(NSYS_CHILD_ENV):
+        config.pluginmanager.register(NvtxTest(), TRACE_NAME)
+    elif settings.trace:
+        config.pluginmanager.register(TraceSession(config, ctx), TRACE_NAME)
 
 
 def pytest_unconfigure(config):
+    traces = config.pluginmanager.get_plugin(TRACE_NAME)
+    if traces is not None:
+        config.pluginmanager.unregister(traces, TRACE_NAME)
     session = config.pluginmanager.get_plugin(SESSION_NAME)
     try:
         if session is not None:
@@ -507,6 +517,7 @@ class PerfSession:
         self.lines = []
         self.errors = []
         self.counts = TestCounts()
+        self._gpu_metrics = None
 
     @property
     def worker(self):
@@ -624,6 +635,7 @@ class PerfSession:
         from .report import render
         from .report.junit import properties
 
+        self._say_why_no_gpu_metrics(bounds, measurements)
         result = self.gate().evaluate(self.key(item.nodeid), bounds, measurements, body_passed=rep.passed,
                                       test_name=item.name)
         if checks and rep.passed:
@@ -645,6 +657,23 @@ class PerfSession:
                 item.warn(pytest.PytestWarning(render.warning(v)))
         for note in result.notes:
             item.warn(pytest.PytestWarning(note))
+
+    def _say_why_no_gpu_metrics(self, bounds, measurements):
+        """On a board, a bound on GPU activity is not measurable: say why in this machine's terms
+        (nsys missing, or without GPU metrics here; ``gate.scope`` reads it)."""
+        ctx = self.ctx
+        if ctx.device.simulated or ctx.host is not None or not any(
+                metrics.METRICS[b.metric].source == metrics.GPU_METRICS_SOURCE for b in bounds):
+            return
+        if self._gpu_metrics is None:
+            from .report.trace import nsys_support
+
+            support = nsys_support()
+            self._gpu_metrics = support.why or (
+                f"the timed window does not run under Nsight Systems ({support.path} samples GPU metrics "
+                "here: --jetson-trace=all records them in the test's nsys report)")
+        for m in measurements:
+            m.extra.setdefault("gpu_metrics", self._gpu_metrics)
 
     def pytest_runtest_logreport(self, report):
         if "perf" in report.keywords or getattr(report, "jetson", None) is not None:
@@ -716,17 +745,38 @@ class PerfSession:
                                   failed_session=failed)
             self.lines += render.baseline_summary(summary)
         self.counts.add_verdicts(self.results)
+        target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
+        provenance = None
+        if s.report_json or s.report_md or s.plots or s.history:
+            from .provenance import commit_info, machine_info
+
+            provenance = {"commit": commit_info(self.config.rootpath), "machine": machine_info()}
         if s.report_json or s.report_md or s.plots:
             from .report.files import write_reports
 
-            target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
             written, errors = write_reports(self.results, s, self.ctx.fingerprint(), counts=self.counts,
-                                            target=target)
+                                            target=target, provenance=provenance)
             self.lines += [f"pytest-jetson: wrote {p}" for p in written]
             self.errors += [f"pytest-jetson: {e}" for e in errors]
+        if s.history:
+            self._append_history(target, provenance)
         if self.config.pluginmanager.get_plugin("terminalreporter") is None:
             for line in self.errors:
                 sys.stderr.write(line + "\n")
+
+    def _append_history(self, target, provenance):
+        """This run into the ``--jetson-history`` store; a store that cannot take it is an error
+        line (the reports are written already)."""
+        from .report import history_store
+
+        path = self.ctx.settings.history
+        try:
+            run = history_store.append_session(path, self.results, self.ctx.fingerprint(), target, provenance,
+                                               summary=self.counts.to_dict())
+        except JetsonError as exc:
+            self.errors.append(f"pytest-jetson: --jetson-history: {exc}")
+            return
+        self.lines.append(f"pytest-jetson: appended run {run} to the history store {path}")
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         if self.worker:
@@ -746,3 +796,145 @@ class PerfSession:
                 tr.write_line(line)
         for line in self.errors:
             tr.write_line(line, red=True)
+
+
+# -- traces on demand (--jetson-trace) ---------------------------------------------------------------
+class NvtxTest:
+    """In a test re-run under nsys: the test body is an NVTX range named after the test (its
+    ``perf.stage`` spans are ranges inside it), when the nvtx package is installed."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        import importlib
+        import importlib.util
+
+        nvtx = importlib.import_module("nvtx") if importlib.util.find_spec("nvtx") else None
+        if nvtx is not None:
+            nvtx.push_range(message=item.nodeid)
+        try:
+            yield
+        finally:
+            if nvtx is not None:
+                nvtx.pop_range()
+
+
+class TraceSession:
+    """``--jetson-trace=fail|all``: a trace of each failing or every perf test (``report.trace``),
+    written when the test's outcome is known (after the gate), linked from the JSON report (each
+    measurement's ``extra["trace"]``), the JUnit properties (``jetson_trace``) and the terminal."""
+
+    def __init__(self, config, ctx):
+        self.config = config
+        self.ctx = ctx
+        self.windows = {}
+        self.written = []
+        self.notes = []
+        self._nsys = None
+
+    def directory(self):
+        from .report.trace import trace_dir
+
+        return trace_dir(self.ctx.settings.report_json, Path(self.config.invocation_params.dir))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        """Keep the test's stage spans and its span of virtual time (the simulated board only)."""
+        clock = self.ctx.clock
+        if getattr(clock, "kind", None) != "virtual":
+            yield
+            return
+        from .run.stages import SPANS
+
+        spans = []
+        token = SPANS.set(spans)
+        start = clock.now()
+        try:
+            yield
+        finally:
+            SPANS.reset(token)
+            self.windows[item.nodeid] = (start, clock.now(), spans)
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        rep = outcome.get_result()
+        if call.when != "call":
+            return
+        window = self.windows.pop(item.nodeid, None)
+        result = getattr(rep, "jetson", None)
+        if result is None or (self.ctx.settings.trace == "fail" and not rep.failed):
+            return
+        path, note = self._record(item, window, result)
+        for name, value in (("jetson_trace", path), ("jetson_trace_note", note)):
+            if value:
+                rep.user_properties.append((name, str(value)))
+                item.user_properties.append((name, str(value)))
+        if path:
+            for m in result.measurements:
+                m.extra["trace"] = str(path)
+
+    def _record(self, item, window, result):
+        from .report import trace
+
+        directory = self.directory()
+        if window is not None:
+            start, end, spans = window
+            loads = [rec for rec in getattr(self.ctx.clock, "loads", []) if rec[1] > start and rec[0] < end]
+            doc = trace.chrome_trace(trace.Window(start, end, spans, loads, result.measurements), item.nodeid,
+                                     device=self.ctx.device.name)
+            return trace.write(doc, directory, item.nodeid)
+        if self.ctx.device.simulated or self.ctx.host is not None:
+            return None, f"no trace of {item.nodeid}: real engines on the host have no timeline to record"
+        return self._nsys_rerun(item, directory)
+
+    def _nsys_rerun(self, item, directory):
+        """On a board: the test re-run alone under Nsight Systems."""
+        import subprocess
+
+        from .report import trace
+
+        if self._nsys is None:
+            self._nsys = trace.nsys_support()
+        support = self._nsys
+        if support.path is None:
+            return None, f"no trace of {item.nodeid}: {support.why}"
+        s = self.ctx.settings
+        args = [f"--jetson-device={s.device}", f"--jetson-seed={s.seed}"]
+        args += [f"--jetson-{k.replace('_', '-')}={v}" for k, v in
+                 (("power_mode", s.power_mode), ("backend", s.backend), ("duration", s.duration)) if v]
+        output = Path(directory) / trace.file_name(item.nodeid, "")
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(trace.nsys_command(support, item.nodeid, output, args, python=sys.executable),
+                                  cwd=str(self.config.invocation_params.dir), capture_output=True, text=True,
+                                  timeout=900, env=dict(os.environ, **{NSYS_CHILD_ENV: "1"}))
+        except (OSError, subprocess.SubprocessError) as exc:
+            return None, f"no trace of {item.nodeid}: the re-run under nsys failed ({exc})"
+        report = output.with_name(output.name + ".nsys-rep")
+        if done.returncode not in (0, 1) or not report.exists():
+            tail = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
+            return None, f"no trace of {item.nodeid}: nsys exited with {done.returncode} ({tail[0][:200]})"
+        note = None if support.gpu_metrics else f"{report.name}: without GPU metrics ({support.why})"
+        return report, note
+
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call":
+            return  # (the teardown report carries the test's properties again)
+        for name, value in getattr(report, "user_properties", ()):
+            if name == "jetson_trace":
+                self.written.append((report.nodeid, value))
+            elif name == "jetson_trace_note":
+                self.notes.append(value)
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        if hasattr(config, "workerinput") or not (self.written or self.notes):
+            return
+        tr = terminalreporter
+        tr.write_sep("-", "pytest-jetson traces")
+        if self.written:
+            tr.write_line(f"{len(self.written)} trace(s) in {self.directory()} (open .json in ui.perfetto.dev, "
+                          ".nsys-rep in Nsight Systems)")
+            for nodeid, path in self.written:
+                tr.write_line(f"  {nodeid}: {path}")
+        for note in self.notes:
+            tr.write_line(f"pytest-jetson: {note}", yellow=True)

@@ -32,6 +32,8 @@ class Settings:
     report_json: Optional[str] = None
     report_md: Optional[str] = None
     plots: Optional[str] = None
+    #: the SQLite history store each run is appended to (None: none)
+    history: Optional[str] = None
     seed: int = 0
     duration: Optional[float] = None
     telemetry: str = "auto"
@@ -40,6 +42,8 @@ class Settings:
     table: str = "problems"
     #: how far a comparison that cannot decide yet extends its measurement, in requested durations
     budget: float = 3.0
+    #: which tests leave a trace (--jetson-trace): fail, all, or None (none)
+    trace: Optional[str] = None
 
     def __post_init__(self) -> None:
         for option in OPTIONS:

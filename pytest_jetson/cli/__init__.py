@@ -25,7 +25,9 @@ COMMANDS: Dict[str, str] = {
     "show": "list the stored baselines",
     "diff": "what changed between two baseline directories or git revisions",
     "plot": "draw figures from JSON reports (scaling, Pareto front, measurements, comparison)",
-    "history": "trends over past runs' JSON reports: steps and slow drifts",
+    "history": "trends over past runs (JSON reports, history stores): steps and slow drifts",
+    "export": "a JSON report in the Bencher Metric Format or for github-action-benchmark",
+    "ab": "measure a base revision beside the head on this board, interleaved, and compare",
     "explain": "why a test got slower: its per-layer profile against a baseline or another report",
 }
 

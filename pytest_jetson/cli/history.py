@@ -1,4 +1,5 @@
-"""``pytest-jetson history REPORT.json...``: a suite's trends over past runs (CI artifacts).
+"""``pytest-jetson history REPORT.json|STORE|DIR...``: a suite's trends over past runs (CI
+artifacts, or the SQLite store ``--jetson-history`` appends to).
 
 For every test and metric: its value in each run with the baseline and tolerance the gate used,
 the steps between runs (change points: binary segmentation with a two-sample t-test, Bonferroni-
@@ -14,8 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from .. import fileio
 from ..errors import BaselineError
-from ..report import run_history
+from ..report import history_html, history_store, run_history
+from ..report.history_store import HistoryError
 from ..report.markdown import write
 from ..report.plots import pyplot, slug
 from ..report.text import natural_key
@@ -26,7 +29,9 @@ def _expand(paths: Sequence[Path]) -> List[Path]:
     """Files as given; a directory stands for the JSON reports in it (sorted naturally)."""
     out: List[Path] = []
     for p in paths:
-        if p.is_dir():
+        if p.is_dir() and not list(p.glob("*.json")) and [f for f in p.iterdir() if history_store.is_store(f)]:
+            out += sorted((f for f in p.iterdir() if history_store.is_store(f)), key=lambda f: natural_key(f.name))
+        elif p.is_dir():
             found = sorted((f for f in p.glob("*.json") if f.is_file()), key=lambda f: natural_key(f.name))
             if not found:
                 raise FileNotFoundError(f"{p} is a directory with no .json report in it; pass the reports "
@@ -37,13 +42,28 @@ def _expand(paths: Sequence[Path]) -> List[Path]:
     return out
 
 
+def _load(paths: Sequence[Path]) -> List[Any]:
+    """The runs of the reports and history stores, oldest first."""
+    stores = [p for p in paths if history_store.is_store(p)]
+    reports = [p for p in paths if p not in stores]
+    runs = run_history.load(reports) if reports else []
+    for store in stores:
+        runs += history_store.load(store)
+    if not runs:
+        raise HistoryError(f"{', '.join(map(str, stores))}: no run stored yet; append runs with "
+                           f"pytest --jetson-history {stores[0] if stores else 'PATH'}")
+    return run_history.ordered(runs)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pytest-jetson history",
         description="Trends over past runs: each test's metrics across JSON reports (oldest to "
                     "newest, e.g. CI artifacts), with the steps between runs and the slow drifts no "
                     "single run's tolerance catches. A directory stands for the reports in it.")
-    p.add_argument("reports", nargs="+", type=Path, help="JSON reports from --jetson-report-json, or directories of them")
+    p.add_argument("reports", nargs="+", type=Path,
+                   help="JSON reports from --jetson-report-json, directories of them, or history stores "
+                        "from --jetson-history")
     p.add_argument("--out", type=Path, default=Path("perf-history"), help="directory for the PNGs (default: perf-history)")
     p.add_argument("--no-plots", action="store_true", help="print the findings only")
     p.add_argument("--all", action="store_true", dest="draw_all",
@@ -56,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--drift-alpha", type=float, default=0.05, help="significance of a drift (default 0.05)")
     p.add_argument("--min-change", default="1%",
                    help="smallest step or total drift worth reporting (default 1%%)")
+    p.add_argument("--html", metavar="DIR", type=Path, default=None,
+                   help="also write the history as one static page, DIR/index.html: every metric's "
+                        "runs as a sparkline with its tolerance band, per board (to publish)")
     p.add_argument("--fail", action="store_true", help="exit 1 when a metric got worse by a step or a drift")
     return p
 
@@ -98,12 +121,19 @@ def _draw(plt: Any, folder: Path, members: Sequence[Any], found: Sequence[Any], 
             + ("" if draw_all or drawn == len(keys) else " (--all draws every test)"))
 
 
+def _sources(members: Sequence[Any]) -> str:
+    """The files the runs come from, each once (a history store with its number of runs)."""
+    counts: Dict[str, int] = {}
+    for r in members:
+        counts[str(r.path)] = counts.get(str(r.path), 0) + 1
+    return ", ".join(path if n == 1 else f"{path} ({n} runs)" for path, n in counts.items())
+
+
 def _environments(runs: Sequence[Any], groups: Dict[Any, List[Any]]) -> List[str]:
     if len(groups) <= 1:
         return []
     lines = [f"{len(runs)} reports from {len(groups)} environments, analysed apart:"]
-    lines += [f"  {run_history.env_text(env)}: {', '.join(str(r.path) for r in members)}"
-              for env, members in groups.items()]
+    lines += [f"  {run_history.env_text(env)}: {_sources(members)}" for env, members in groups.items()]
     return lines + [""]
 
 
@@ -117,14 +147,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         min_change = _min_change(args)
-        runs = run_history.load(_expand(args.reports))
-    except (_Usage, BaselineError, FileNotFoundError) as exc:
+        runs = _load(_expand(args.reports))
+    except (_Usage, BaselineError, HistoryError, FileNotFoundError) as exc:
         sys.stderr.write(f"pytest-jetson history: {exc}\n")
         return 2
     plt = None
     if not args.no_plots:
         plt = pyplot("history plots need")
     md: List[str] = []
+    pages: List[Any] = []
     worse = False
     groups = run_history.groups(runs)
     lines = _environments(runs, groups)
@@ -132,6 +163,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         found = run_history.series(members, alpha=args.alpha, drift_alpha=args.drift_alpha, min_change=min_change)
         lines += run_history.text(members, found, width=width())
         md += run_history.markdown(members, found)
+        pages.append((members, found))
         worse = worse or _got_worse(found)
         if plt is not None:
             folder = args.out if len(groups) == 1 else args.out / slug("_".join(env))
@@ -142,4 +174,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(line)
     if args.md:
         _write_md(args.md, md)
+    if args.html:
+        try:
+            args.html.mkdir(parents=True, exist_ok=True)
+            fileio.write_atomic(args.html / "index.html", history_html.page(pages))
+        except OSError as exc:
+            sys.stderr.write(f"pytest-jetson history: --html {args.html}: cannot be written "
+                             f"({exc.strerror or exc}); give a directory path\n")
+            return 2
+        print(f"wrote {args.html / 'index.html'}")
     return 1 if (args.fail and worse) else 0

@@ -227,6 +227,24 @@ def read_model(root: Optional[Path] = None, notes: Optional[Notes] = None) -> Op
     return None
 
 
+_SERIAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def read_serial(root: Optional[Path] = None, notes: Optional[Notes] = None) -> Optional[str]:
+    """The board's serial number from the device tree (a Jetson module's, NUL-terminated), or
+    None: absent (not a Jetson, a container without /proc/device-tree), unreadable, or not a short
+    run of letters, digits, dots, dashes and underscores (a serial is shown and stored as is)."""
+    for path in ("/proc/device-tree/serial-number", "/sys/firmware/devicetree/base/serial-number"):
+        text = read_text(root, path, notes, limit=256)
+        if text is None:
+            continue
+        if _SERIAL.fullmatch(text):
+            return text
+        if text:
+            _note(notes, f"{path} holds no serial number (letters, digits, '.', '-', '_'): ignored")
+    return None
+
+
 def read_compatible(root: Optional[Path] = None, notes: Optional[Notes] = None) -> Tuple[str, ...]:
     """The device tree's compatible list: NUL-separated strings, most specific first."""
     for path in ("/proc/device-tree/compatible", "/sys/firmware/devicetree/base/compatible"):

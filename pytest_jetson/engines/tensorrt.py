@@ -199,7 +199,8 @@ class TensorRTEngine(Engine):
             module=plan_cache.module_identity(self.device, ctx.gpu_name), sm_count=ctx.sm_count,
             compute_capability=ctx.compute_capability,
             options={"precision": self.precision, "batch": self.batch, "dla_core": self.dla_core,
-                     "gpu_fallback": self.dla_core is not None, "workspace": workspace,
+                     "gpu_fallback": self.dla_core is not None,
+                     "workspace": tb.effective_workspace(trt, workspace),
                      "int8": mode, "resolution": resolution,
                      "input_shape": None if input_shape is None else repr(input_shape)},
         )

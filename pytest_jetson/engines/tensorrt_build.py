@@ -35,6 +35,17 @@ from .dla_log import names_in, placement_counts
 #: trtexec's --workspace default before TensorRT 8.3 (samples/common/sampleOptions.h at 8.2.1:
 #: ``defaultWorkspace{16}``, in MiB)
 TRTEXEC_WORKSPACE = 16 << 20
+
+
+def effective_workspace(trt: Any, workspace: Optional[int]) -> Optional[int]:
+    """The workspace a build gets for ``workspace=`` (None: TensorRT's own default): what the
+    plan cache keys on, so a plan built under one default is not reused under another. Before
+    the memory pools of 8.3 that default was 0 bytes and the build sets trtexec's 16 MiB."""
+    if workspace is not None:
+        return int(workspace)
+    parts = re.findall(r"\d+", str(getattr(trt, "__version__", "")))[:2]
+    pools = len(parts) < 2 or (int(parts[0]), int(parts[1])) >= (8, 3)
+    return None if pools else TRTEXEC_WORKSPACE
 #: Placeholder int8 dynamic range of uncalibrated tensors, before TensorRT 10.1 (trtexec:
 #: layer inputs +-2, outputs +-4, pooling outputs as their input).
 RANGE_IN, RANGE_OUT = 2.0, 4.0

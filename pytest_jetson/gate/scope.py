@@ -14,7 +14,12 @@ engine that ran: ``--jetson-backend``'s choice).
 * a metric that telemetry measures, when the run has no Jetson board (the host backend): the
   host's telemetry source ran and reads no such sensor (power on a laptop or a hosted runner);
 * a metric the engine reports (``latency_gpu``, ``build_time``, ``latency_first``), when this
-  backend's engine reports none (the metric's own hint says which do).
+  backend's engine reports none (the metric's own hint says which do);
+* GPU activity (``sm_active``, ``tensor_active``, ``issue_active``, ``dram_util``) anywhere but
+  on the simulated board: on a board only Nsight Systems' GPU metrics sampling counts it, and the
+  timed window does not run under nsys (``GPU_METRICS_HERE``; the reason the session found for
+  this machine, ``extra["gpu_metrics"]``, when it looked: nsys missing, or without GPU metrics
+  on this board).
 
 What should have been measured and was not stays an error (``cannot_check``): telemetry that did
 not run (``--jetson-telemetry none``, or a measurement made without it: the suite asks for the
@@ -25,10 +30,17 @@ tegrastats), a latency metric with no samples.
 
 from typing import Any, Dict, Optional
 
-from ..metrics import METRICS
+from ..metrics import GPU_METRICS_SOURCE, METRICS
 
 #: how a host's device id starts (``devices.host_cpu.Host.id``): a run without a Jetson board
 HOST_PREFIX = "host-"
+#: Where GPU activity metrics are measured: backend -> None (measured there), or why not.
+GPU_METRICS_HERE: Dict[str, Optional[str]] = {
+    "simulated": None,
+    "tensorrt": ("the timed window does not run under Nsight Systems, the only reader of a Jetson's SM, "
+                 "issue and tensor-core counters; --jetson-trace=all records them in the test's nsys report"),
+    "onnxruntime": "the host has no Jetson GPU counters to sample",
+}
 
 
 def applies(bound: Any, device: Optional[str], backend: Optional[str]) -> bool:
@@ -90,6 +102,8 @@ def unmeasurable(metric: str, measurement: Any, fingerprint: Optional[Dict[str, 
     fp = dict(getattr(measurement, "environment", None) or {})
     fp.update(fingerprint or {})
     backend = fp.get("backend") or getattr(measurement, "backend", "") or "?"
+    if row.source == GPU_METRICS_SOURCE:
+        return _gpu_metrics(metric, measurement, fp, backend)
     if row.source.startswith("the engine"):
         return f"{metric} not measured by backend {backend}: {row.hint}"
     if not row.source.startswith("telemetry") or not on_host(fp):
@@ -100,3 +114,14 @@ def unmeasurable(metric: str, measurement: Any, fingerprint: Optional[Dict[str, 
     source = getattr(tele, "source", "?")
     return (f"{metric} not measured on backend {backend}: the host has no {_sensor(metric)} sensor "
             f"(telemetry source {source!r} reads none)")
+
+
+def _gpu_metrics(metric: str, measurement: Any, fp: Dict[str, Any], backend: str) -> Optional[str]:
+    """Why GPU activity is not measurable on this run (None on the simulated board, where
+    missing telemetry is a fault)."""
+    if backend == "simulated" or (backend == "?" and fp.get("simulated") is True):
+        return None
+    found = (getattr(measurement, "extra", None) or {}).get("gpu_metrics")
+    why = found or GPU_METRICS_HERE.get(backend) or (
+        "no Jetson GPU counters on this host" if on_host(fp) else f"backend {backend} samples no GPU metrics")
+    return f"{metric} not measurable here: {why}"

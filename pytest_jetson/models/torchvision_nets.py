@@ -1,4 +1,4 @@
-"""torchvision's classification and segmentation networks, layer for layer.
+"""torchvision's classification, segmentation and detection networks, layer for layer.
 
 Each function mirrors the torchvision module of the same name (v0.13+ definitions), so the
 parameter count equals ``sum(p.numel() for p in model.parameters())`` of the torchvision model.
@@ -9,7 +9,10 @@ Dropout is omitted: it is the identity in inference and torch does not export it
 
 from __future__ import annotations
 
+import math
 from typing import List
+
+import numpy as np
 
 from .builder import Net
 
@@ -283,3 +286,117 @@ def fcn(net: Net, backbone: str, classes: int = 21) -> None:
     if backbone == "resnet50":
         x = net.resize_bilinear(x, (h, w), name="upsample")
     net.output(x)
+
+
+# --- SSD300 (VGG16 backbone) ------------------------------------------------------------------
+
+#: torchvision's DefaultBoxGenerator for ssd300_vgg16: aspect ratios per feature map, the scales
+#: s_k (one more than the maps: s'_k = sqrt(s_k s_k+1)) and the steps (input pixels per cell).
+SSD300_ASPECT_RATIOS = ((2,), (2, 3), (2, 3), (2, 3), (2,), (2,))
+SSD300_SCALES = (0.07, 0.15, 0.33, 0.51, 0.69, 0.87, 1.05)
+SSD300_STEPS = (8, 16, 32, 64, 100, 300)
+#: BoxCoder(weights=(10, 10, 5, 5)): the head's offsets are scaled by these before decoding
+SSD300_BOX_WEIGHTS = (10.0, 10.0, 5.0, 5.0)
+SSD300_CLASSES = 91
+
+
+def ssd300_anchors_per_location() -> List[int]:
+    """Two square boxes (s_k, s'_k) plus two per aspect ratio: [4, 6, 6, 6, 4, 4]."""
+    return [2 + 2 * len(ar) for ar in SSD300_ASPECT_RATIOS]
+
+
+def ssd300_vgg16(net: Net, classes: int = SSD300_CLASSES) -> None:
+    """torchvision's ssd300_vgg16 without its transform and post-processing: what the detector
+    engine of a deployed pipeline runs. The input is the normalised (batch, 3, 300, 300) image;
+    the outputs are the head's ``boxes`` (batch, 8732, 4), offsets against the default boxes,
+    and ``scores`` (batch, 8732, 91), class logits before the softmax.
+
+    The backbone is VGG16's features with the third max-pool in ceil mode (38x38 at conv4_3),
+    whose L2-normalised output is rescaled per channel (``scale_weight``, 512 parameters: a
+    depthwise 1x1 convolution here, the per-channel scale TensorRT makes of the multiply);
+    then conv5, the dilated fc6/fc7 pair as convolutions, and four extra blocks: six feature maps
+    (38, 19, 10, 5, 3, 1) with 4, 6, 6, 6, 4 and 4 default boxes per cell.
+    """
+    cfg = VGG_CFG["vgg16"][:-1]  # maxpool5 is replaced by fc's 3x3 stride-1 pool
+    x = net.input
+    i = 0
+    pools = 0
+    prefix = "backbone.features"
+    feats = []
+    for v in cfg:
+        if v == "M":
+            pools += 1
+            if pools == 4:  # conv4_3's output is the first feature map; the rest is extra.0
+                feats.append(x)
+                prefix, i = "backbone.extra.0", 0
+            x = net.maxpool(x, 2, 2, ceil=pools == 3, name=f"{prefix}.{i}")
+            i += 1
+        else:
+            x = net.relu(net.conv(x, v, 3, 1, 1, name=f"{prefix}.{i}"), name=f"{prefix}.{i + 1}")
+            i += 2
+    conv4_3 = feats[0]
+    # F.normalize(x) over channels: x / max(||x||_2, eps), then scale_weight per channel
+    c = net.shape(conv4_3)[0]
+    norm = net.node("ReduceL2", [conv4_3], (1,) + net.shape(conv4_3)[1:], "backbone.l2norm",
+                    axes=[1], keepdims=1)
+    eps = net.const("backbone.l2norm.eps", np.array(1e-12, np.float32))
+    norm = net.node("Max", [norm, eps], net.shape(norm), "backbone.l2norm.clamp")
+    scaled = net.conv(net.div(conv4_3, norm, name="backbone.l2norm.div"), c, 1, groups=c, bias=False,
+                      name="backbone.scale_weight")
+    feats = [scaled]
+    x = net.maxpool(x, 3, 1, 1, name="backbone.extra.0.7.0")
+    x = net.relu(net.conv(x, 1024, 3, 1, 6, dilation=6, name="backbone.extra.0.7.1"), name="backbone.extra.0.7.2")
+    x = net.relu(net.conv(x, 1024, 1, name="backbone.extra.0.7.3"), name="backbone.extra.0.7.4")
+    feats.append(x)
+    for b, (mid, out, stride, pad) in enumerate([(256, 512, 2, 1), (128, 256, 2, 1), (128, 256, 1, 0),
+                                                 (128, 256, 1, 0)]):
+        name = f"backbone.extra.{b + 1}"
+        x = net.relu(net.conv(x, mid, 1, name=name + ".0"), name=name + ".1")
+        x = net.relu(net.conv(x, out, 3, stride, pad, name=name + ".2"), name=name + ".3")
+        feats.append(x)
+    anchors = ssd300_anchors_per_location()
+    net.output(_ssd_head(net, feats, anchors, 4, "head.regression_head", "boxes"))
+    net.output(_ssd_head(net, feats, anchors, classes, "head.classification_head", "scores"))
+
+
+def _ssd_head(net: Net, feats: List[str], anchors: List[int], columns: int, name: str, out: str) -> str:
+    """SSDScoringHead: a 3x3 convolution per map, (N, A*K, H, W) -> (N, H*W*A, K), concatenated."""
+    flat = []
+    for k, (f, a) in enumerate(zip(feats, anchors)):
+        y = net.conv(f, a * columns, 3, 1, 1, name=f"{name}.module_list.{k}")
+        _, h, w = net.shape(y)
+        y = net.reshape(y, (a, columns, h, w), name=f"{name}.view.{k}")
+        y = net.transpose(y, [0, 3, 4, 1, 2], name=f"{name}.permute.{k}")
+        flat.append(net.reshape(y, (h * w * a, columns), name=f"{name}.flat.{k}"))
+    return net.concat(flat, axis=1, name=out)
+
+
+def ssd300_feature_sizes(height: int, width: int) -> List[tuple]:
+    """The six feature maps' (height, width) at an input size: (38, 38) ... (1, 1) at 300."""
+    def sides(s: int) -> List[int]:
+        s = -(-(s // 2 // 2) // 2)  # pool1, pool2 floor; pool3 in ceil mode: conv4_3
+        out = [s, s // 2]  # pool4 (fc's pool keeps the size)
+        out += [(out[-1] - 1) // 2 + 1]  # conv8_2: 3x3, stride 2, pad 1
+        out += [(out[-1] - 1) // 2 + 1]  # conv9_2
+        out += [out[-1] - 2, out[-1] - 4]  # conv10_2, conv11_2: 3x3 unpadded
+        return out
+    return list(zip(sides(height), sides(width)))
+
+
+def ssd300_default_boxes(height: int = 300, width: int = 300) -> np.ndarray:
+    """torchvision's DefaultBoxGenerator for ssd300_vgg16: (A, 4) boxes (cx, cy, w, h) relative to
+    the input, in the head's order (feature map, cell row-major, then the cell's boxes), widths
+    and heights clipped to [0, 1]. 8732 boxes at 300x300."""
+    out = []
+    for k, (fh, fw) in enumerate(ssd300_feature_sizes(height, width)):
+        s, s_next = SSD300_SCALES[k], SSD300_SCALES[k + 1]
+        wh = [(s, s), (math.sqrt(s * s_next),) * 2]
+        for ar in SSD300_ASPECT_RATIOS[k]:
+            r = math.sqrt(ar)
+            wh += [(s * r, s / r), (s / r, s * r)]
+        wh_arr = np.clip(np.array(wh, np.float32), 0.0, 1.0)
+        cy, cx = np.meshgrid((np.arange(fh) + 0.5) / (height / SSD300_STEPS[k]),
+                             (np.arange(fw) + 0.5) / (width / SSD300_STEPS[k]), indexing="ij")
+        centres = np.repeat(np.stack([cx.ravel(), cy.ravel()], -1), len(wh), axis=0)
+        out.append(np.concatenate([centres, np.tile(wh_arr, (fh * fw, 1))], axis=1))
+    return np.concatenate(out).astype(np.float32)

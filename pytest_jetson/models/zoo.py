@@ -65,6 +65,8 @@ _ZOO: Dict[str, _Entry] = {
     "yolov7": _Entry(yolo.yolov7, 640, "detection", 32, 32),
     "fcn_resnet18": _Entry(lambda n: tv.fcn(n, "resnet18"), 520, "segmentation", 1, 32),
     "fcn_resnet50": _Entry(lambda n: tv.fcn(n, "resnet50"), 520, "segmentation", 1, 32),
+    # the extra blocks' unpadded 3x3 convolutions need a 5x5 map at conv10: 268 pixels at least
+    "ssd300_vgg16": _Entry(tv.ssd300_vgg16, 300, "detection", 1, 268),
 }
 
 
@@ -84,7 +86,7 @@ def _entry(name: str) -> _Entry:
 
 
 def default_resolution(name: str) -> Tuple[int, int]:
-    """The input (height, width) the published figures use: 224, 640 (yolov8n), 520 (FCN)."""
+    """The input (height, width) the published figures use: 224, 640 (yolov8n), 520 (FCN), 300 (SSD300)."""
     r = _entry(name).resolution
     return (r, r)
 

@@ -24,10 +24,12 @@ def _why(option: str, path: Any, exc: BaseException) -> str:
 
 
 def write_reports(results: Sequence[Any], settings: Any, fingerprint: dict, counts: Any = None,
-                  target: Optional[Dict[str, Any]] = None) -> Tuple[List[str], List[str]]:
+                  target: Optional[Dict[str, Any]] = None,
+                  provenance: Optional[Dict[str, Any]] = None) -> Tuple[List[str], List[str]]:
     """Write the reports ``settings`` asks for; returns (paths written, errors). ``counts``: the
     perf tests as pytest counted them (``report.counts.TestCounts``); ``target``: the baseline
-    directory, the words for where the numbers come from and the backend."""
+    directory, the words for where the numbers come from and the backend; ``provenance``: the
+    commit and the machine (``provenance.commit_info``, ``machine_info``)."""
     title = (target or {}).get("title", "")
     written: List[str] = []
     errors: List[str] = []
@@ -48,13 +50,14 @@ def write_reports(results: Sequence[Any], settings: Any, fingerprint: dict, coun
             from . import jsonreport
 
             return jsonreport.write(settings.report_json,
-                                    jsonreport.build(results, settings, fingerprint, counts, target))
+                                    jsonreport.build(results, settings, fingerprint, counts, target, provenance))
 
         attempt("--jetson-report-json", settings.report_json, write_json)
     step_summary = settings.report_md is not None and settings.report_md == os.environ.get("GITHUB_STEP_SUMMARY")
     if settings.report_md and (results or not step_summary):
         def write_md() -> Any:
-            return markdown.write(settings.report_md, markdown.render(results, fingerprint, counts, title),
+            return markdown.write(settings.report_md, markdown.render(results, fingerprint, counts, title,
+                                                          commit=(provenance or {}).get("commit")),
                                   append=step_summary)
 
         attempt("--jetson-report-md", settings.report_md, write_md)

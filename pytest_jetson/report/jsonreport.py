@@ -11,6 +11,10 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
                  tensorrt, simulated, plugin; on a host: cpu, cores, os; backend_version},
       "target": {"id": <baseline directory: orin-nano-8gb, host-<cpu>-onnxruntime, ...>,
                  "title": <where the numbers come from, in words>, "backend": <backend name>},
+      "commit": {"id", "branch", "dirty", "time", "author_time", "project", "source"},
+                                                   # the code under test (provenance.commit_info);
+                                                   # every field null: no commit
+      "machine": {"hostname", "serial"},           # where it ran; serial: the board's, where readable
       "settings": {"confidence", "inconclusive", "missing_baseline", "allow_env_mismatch",
                    "update_baselines", "baselines", "backend", "seed", "duration", "telemetry"},
       "summary": {"tests": N,                     # perf tests pytest reported (skipped included)
@@ -98,7 +102,8 @@ def _test(result: Any) -> Dict[str, Any]:
 
 
 def build(results: Sequence[Any], settings: Any, device: Any, counts: Optional[TestCounts] = None,
-          target: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+          target: Optional[Dict[str, Any]] = None, provenance: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The report; ``provenance``: its "commit" and "machine" blocks."""
     tests = [_test(r) for r in results]
     counts = counts if counts is not None else from_results(results)
     fp = device.fingerprint() if hasattr(device, "fingerprint") else dict(device or {})
@@ -112,6 +117,7 @@ def build(results: Sequence[Any], settings: Any, device: Any, counts: Optional[T
         "settings": {k: getattr(settings, k, None) for k in SETTINGS_FIELDS},
         "summary": counts.to_dict(),
         "tests": tests,
+        **dict(provenance or {}),
     })
 
 

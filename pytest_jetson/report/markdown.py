@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ..gate.verdict import outcome
+from ..provenance import commit_text
 from .counts import TestCounts, from_results
 from .render import change_text, message, subject, value_text, where_lines
 from .terminal import ordered, shown, skipped_notes
@@ -73,9 +74,12 @@ def _why(results: Sequence[Any]) -> List[str]:
 
 
 def render(results: Sequence[Any], device_fingerprint: Dict[str, Any], counts: Optional[TestCounts] = None,
-           title: str = "") -> str:
+           title: str = "", commit: Optional[Dict[str, Any]] = None) -> str:
+    """``commit``: the code under test (``provenance.commit_info``), said under the title."""
     counts = counts if counts is not None else from_results(results)
     lines: List[str] = ["## pytest-jetson perf gate", ""] + _heading(device_fingerprint, counts, title)
+    if commit is not None:
+        lines[4:4] = [commit_text(commit), ""]
     problems = _table(results, show_all=False)
     if problems:
         lines += problems + [""]

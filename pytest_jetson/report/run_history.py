@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import BaselineError
 from ..gate.verdict import outcome
 from ..metrics import METRICS, defaults, display_unit
+from ..provenance import short
 from . import render
 from .jsonreport import load as load_report
 from .jsonreport import results
@@ -43,6 +44,20 @@ class Run:
     doc: Dict[str, Any]
     order: int
     results: List[Any] = field(default_factory=list)
+    #: (measurement key, metric) -> point, where the run comes with them (a history store);
+    #: else read from ``results``
+    points: Optional[Dict[Tuple[str, str], "Point"]] = None
+
+    @property
+    def commit(self) -> Dict[str, Any]:
+        """The code the run measured (``provenance.commit_info``); empty for a report without one."""
+        commit = self.doc.get("commit")
+        return commit if isinstance(commit, dict) else {}
+
+    @property
+    def short(self) -> Optional[str]:
+        """The commit's short id, or None."""
+        return short(self.commit)
 
     @property
     def env(self) -> Tuple[str, str, str, str]:
@@ -64,9 +79,22 @@ class Run:
 
 
 def tick_labels(runs: Sequence[Run]) -> List[str]:
-    """Run number and date (the time of day when every run is of one day)."""
+    """The commit's short id (else the run's number) and date (the time of day when every run is
+    of one day)."""
     one_day = len({r.date for r in runs}) == 1
-    return [f"{i}\n{r.time if one_day else r.date[5:]}" for i, r in enumerate(runs, 1)]
+    return [f"{r.short or i}\n{r.time if one_day else r.date[5:]}" for i, r in enumerate(runs, 1)]
+
+
+def where_text(runs: Sequence[Run], at: int) -> str:
+    """Where a step between runs ``at - 1`` and ``at`` falls: the commit range where both runs
+    know their commit (``in abc1234..def5678``), else the run's number."""
+    run = runs[at]
+    before = runs[at - 1].short if at > 0 else None
+    if run.short and before and before != run.short:
+        return f"in {before}..{run.short} ({run.name}, {run.date})"
+    if run.short:
+        return f"from commit {run.short} ({run.name}, {run.date})"
+    return f"from run {at + 1} ({run.name}, {run.date})"
 
 
 def env_text(env: Tuple[str, str, str, str]) -> str:
@@ -96,6 +124,11 @@ def load(paths: Sequence[Path]) -> List[Run]:
         parts = "; ".join(f"schema {s}: {', '.join(files)}" for s, files in sorted(schemas.items(), key=str))
         raise BaselineError(f"history needs reports of one schema version, these differ ({parts}); "
                             f"re-create the old reports with this pytest-jetson or leave them out")
+    return ordered(runs)
+
+
+def ordered(runs: Sequence[Run]) -> List[Run]:
+    """Oldest first (undated runs keep their order, after the dated ones)."""
     return sorted(runs, key=lambda r: (_when(r.created), r.order))
 
 
@@ -175,20 +208,29 @@ def _point(value: float, verdicts: Sequence[Any]) -> Point:
     return point
 
 
+def points_of(results: Sequence[Any]) -> Dict[Tuple[str, str], Point]:
+    """A run's followed metrics: (measurement key, metric) -> its value with what the gate said."""
+    points: Dict[Tuple[str, str], Point] = {}
+    for r in results:
+        metrics = _followed(r)
+        for key, m in r.keyed():
+            for metric in metrics:
+                value = _value(m, metric)
+                if value is None:
+                    continue
+                verdicts = [v for v in r.verdicts if v.metric == metric and (v.measurement or key) == key
+                            and getattr(v, "stage", None) is None]  # not a stage's verdicts
+                points[(key, metric)] = _point(value, verdicts)
+    return points
+
+
 def _cells(runs: Sequence[Run]) -> Dict[Tuple[str, str], Dict[int, Point]]:
     """(measurement key, metric) -> run index -> point."""
     cells: Dict[Tuple[str, str], Dict[int, Point]] = {}
     for i, run in enumerate(runs):
-        for r in run.results:
-            metrics = _followed(r)
-            for key, m in r.keyed():
-                for metric in metrics:
-                    value = _value(m, metric)
-                    if value is None:
-                        continue
-                    verdicts = [v for v in r.verdicts if v.metric == metric and (v.measurement or key) == key
-                                and getattr(v, "stage", None) is None]  # not a stage's verdicts
-                    cells.setdefault((key, metric), {})[i] = _point(value, verdicts)
+        points = run.points if run.points is not None else points_of(run.results)
+        for cell, point in points.items():
+            cells.setdefault(cell, {})[i] = point
     return cells
 
 
@@ -231,10 +273,9 @@ def step_lines(runs: Sequence[Run], found: Sequence[Series]) -> List[Tuple[str, 
     rows = []
     for s in found:
         for step in s.trend.steps:
-            run = runs[step.at]
             rows.append((s.worse(step.change), s.key, s.metric,
-                         f"{render.change_text(s.worse(step.change))} from run {step.at + 1} "
-                         f"({run.name}, {run.date}); p={step.p:.2g}"))
+                         f"{render.change_text(s.worse(step.change))} {where_text(runs, step.at)}; "
+                         f"p={step.p:.2g}"))
     rows.sort(key=lambda r: -r[0])
     return [r[1:] for r in rows]
 

@@ -23,11 +23,11 @@ Sync = Callable[[], Any]
 
 def _torch() -> Optional[Sync]:
     torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None)
-    initialized = getattr(cuda, "is_initialized", None)
-    if cuda is None or initialized is None or not initialized():
+    torch_cuda = getattr(torch, "cuda", None)  # not "cuda": that name is pycuda's in this package
+    initialized = getattr(torch_cuda, "is_initialized", None)
+    if torch_cuda is None or initialized is None or not initialized():
         return None
-    return cuda.synchronize
+    return torch_cuda.synchronize
 
 
 def _cupy() -> Optional[Sync]:

@@ -170,6 +170,22 @@ class Measurement:
         return self._summary_value("temperature")
 
     @property
+    def sm_active(self) -> Optional[float]:
+        return self._summary_value("sm_active")
+
+    @property
+    def tensor_active(self) -> Optional[float]:
+        return self._summary_value("tensor_active")
+
+    @property
+    def issue_active(self) -> Optional[float]:
+        return self._summary_value("issue_active")
+
+    @property
+    def dram_util(self) -> Optional[float]:
+        return self._summary_value("dram_util")
+
+    @property
     def per_process_throughput(self) -> Optional[float]:
         return None
 

@@ -33,6 +33,7 @@ from ..errors import SimulationError
 from ..sim import plan as sim_plan
 from ..sim.hardware import resolve as resolve_hardware
 from ..sim.noise import LatencyNoise
+from ..telemetry.series import ACTIVITY
 from ..units import format_bytes
 from .measurement import Measurement, PoolMeasurement
 from .pool import assemble, environment, measured_window
@@ -51,6 +52,10 @@ class PoolLoad:
     gpu_clock_mhz: Optional[float]
     max_gpu_clock_mhz: Optional[float]
     memory: Optional[float]
+    sm_active: Optional[float] = None
+    tensor_active: Optional[float] = None
+    issue_active: Optional[float] = None
+    dram_util: Optional[float] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return dict(self.__dict__)
@@ -188,6 +193,7 @@ class SimulatedPlan:
             gpu_clock_mhz=weighted("gpu_clock_mhz"),
             max_gpu_clock_mhz=max((c for c in clocks if c is not None), default=None),
             memory=float(sum(memory)) if memory else None,
+            **{name: weighted(name) for name in ACTIVITY},
         )
 
 

@@ -45,6 +45,10 @@ _UNSET = object()
 
 #: The stage log of the measurement running in this context (None: stages do nothing).
 ACTIVE: "contextvars.ContextVar[Optional[StageLog]]" = contextvars.ContextVar("pytest_jetson_stages", default=None)
+#: Where stage spans go while a trace is recorded (``--jetson-trace``): (name, start, end) on the
+#: measurement's clock. None, the default: none are kept (a trace is opt-in and costs nothing off).
+SPANS: "contextvars.ContextVar[Optional[List[Tuple[str, float, float]]]]" = contextvars.ContextVar(
+    "pytest_jetson_stage_spans", default=None)
 
 _NVTX: List[Any] = []  # [module or None], looked up once per process
 
@@ -95,6 +99,7 @@ class StageLog:
         self.dirty = False
         self._default_sync: Any = _UNSET  # chosen on first use: the pipeline may import torch late
         self.nvtx = _nvtx() if self.board else None
+        self.spans = SPANS.get()
 
     def sync_for(self, sync: Any) -> Optional[Callable[[], Any]]:
         if sync is None:
@@ -138,6 +143,8 @@ class StageLog:
         self.open.discard(name)
         cur = self.current
         cur[name] = cur.get(name, 0.0) + (t - stage._t0)
+        if self.spans is not None:
+            self.spans.append((name, stage._t0, t))
         if self.nvtx is not None:
             self.nvtx.pop_range()
         if exc is not None:

@@ -76,6 +76,12 @@ class Costs:
     bytes: np.ndarray  # DRAM bytes actually moved
     n: int             # kernels (launches)
     ops: Any = 0.0     # multiply-accumulates weighted by their energy relative to fp16
+    # What the GPU's units do in each kernel, for ``activity`` (per SM, in cycles at full rate):
+    # the tensor cores' busy cycles, the CUDA-core issue cycles (one per 128 lanes of arithmetic,
+    # fused epilogue included), and the share of SMs the kernel's blocks occupy.
+    tensor: Any = 0.0
+    alu: Any = 0.0
+    fill: Any = 1.0
 
 
 def arch_index(arch: Any) -> Any:
@@ -123,6 +129,8 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     n_out = e.n_out
     best = np.full(kind.shape, np.inf)
     useful = np.maximum(e.groups * m * n_out, 1.0)
+    pad = np.ones(kind.shape)   # the chosen tile's computed outputs over the useful ones
+    fill = np.ones(kind.shape)  # its share of SMs with a block, over the waves
     for tm, tn in TILES_CUDA:
         ctas = e.groups * np.ceil(m / tm) * np.ceil(n_out / tn)
         per_wave = sm * _TILE_AREA / (tm * tn)
@@ -131,6 +139,9 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
         cost = waves * per_wave * tm * tn / useful / reuse
         if tm < 8:
             cost = np.where(on_tc, np.inf, cost)
+        better = cost < best
+        pad = np.where(better, ctas * tm * tn / useful, pad)
+        fill = np.where(better, _fill(ctas, per_wave, sm), fill)
         best = np.minimum(best, cost)
     unit_eff = np.where(on_tc, c["tc_eff"] * np.where(P_BYTES[prec] >= 4, c["tf32_factor"],
                                                        np.where(P_BYTES[prec] <= 1, c["int8_factor"], 1.0)),
@@ -157,7 +168,22 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     a = np.where(dense, a_mm + a_epi, np.where(dw, a_dw + a_epi, np.maximum(a_st, a_epi)))
     moved = batch * (e.in_bytes + e.out_bytes) + e.weight_bytes
     ops = batch * np.maximum(e.macs, e.flops / 2.0) * MAC_ENERGY[prec]
-    return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops)
+    pipe_mm = batch * e.macs * np.where(e.k_red > 0, k_pad / np.maximum(e.k_red, 1.0), 1.0) * pad / (rate_unit * sm)
+    alu = (np.where(dense & ~on_tc, pipe_mm, 0.0) + np.where(dw, a_dw * c["dw_eff"], 0.0)
+           + np.where(dense | dw, 0.0, a_st * c["cuda_eff"]) + outputs * (e.sfu + e.simple) / (fp32 * sm))
+    # streaming and depthwise kernels: a block per 1024 outputs (256 threads, 4 each)
+    fill = np.where(dense, fill, _fill(np.ceil(outputs / 1024.0), sm, sm))
+    return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops,
+                 tensor=np.where(on_tc, pipe_mm, 0.0), alu=alu, fill=fill)
+
+
+def _fill(ctas: Any, per_wave: Any, sm: Any) -> Any:
+    """Share of SMs holding a block, averaged over the waves: the scheduler spreads each wave's
+    blocks over all SMs first, so only the last, partial wave leaves some idle."""
+    ctas = np.maximum(ctas, 1.0)
+    waves = np.ceil(ctas / per_wave)
+    last = ctas - (waves - 1) * per_wave
+    return ((waves - 1) * sm + np.minimum(sm, last)) / (waves * sm)
 
 
 def dla_costs(e: Engine, arch: str, precision: str, batch: int, c: Dict[str, Any]) -> Costs:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..units import format_bytes
-from . import core, plan
+from . import activity, core, plan
 from .hardware import profile_precisions, resolve
 from .harness_model import get as get_harness
 from .workload import KINDS, load
@@ -67,6 +67,13 @@ class Prediction:
     notes: List[str] = field(default_factory=list)
     breakdown: Dict[str, float] = field(default_factory=dict)
     latency_alone: float = 0.0
+    #: GPU activity as Nsight Systems' GPU metrics sample it, fractions (0..1) of the elapsed
+    #: time as ``gpu_util`` is (``sim.activity``): SMs with a resident block, tensor cores busy,
+    #: issue slots used, DRAM bandwidth over its peak.
+    sm_active: float = 0.0
+    tensor_active: float = 0.0
+    issue_active: float = 0.0
+    dram_util: float = 0.0
 
     @property
     def device_id(self) -> str:
@@ -150,6 +157,9 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
             raise SimulationError(f"the model produced an invalid {key} ({out[key]}) for {w.name} on "
                                   f"{hw.name}; please report this configuration")
     acc = str(accelerator).strip().lower().replace(" ", "")
+    row = {k: v[0] for k, v in cfg.items()}
+    act = activity.predict(kernels.items[int(row["gid_gpu"] if n_gpu else row["gid_fb"])], out, row, c,
+                           copies=bool(n_gpu))
     breakdown = dict(parts)
     breakdown.update({k: out[k] for k in ("t_gpu", "t_host", "t_copy", "p_gpu", "p_mem", "p_cpu", "p_dla")})
     breakdown["dram_bytes_per_item"] = out["bytes_rate"] / thr
@@ -167,4 +177,6 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
         gpu_util=out["gpu_util"], emc_util=out["emc_util"], bound=core.BOUNDS[int(out["bound"])],
         gpu_time=out["t_gpu"], host_time=out["t_host"], copy_time=out["t_copy"], harness=h.name,
         notes=notes, breakdown=breakdown, latency_alone=out["latency_alone"],
+        sm_active=act.sm_active, tensor_active=act.tensor_active, issue_active=act.issue_active,
+        dram_util=act.dram_util,
     )

@@ -34,6 +34,13 @@ class Reading:
     emc_util: Optional[float] = None
     cpu_util: Optional[float] = None
     temps_c: Dict[str, float] = field(default_factory=dict)
+    #: GPU activity, percent of the elapsed time (SMs with a resident block, tensor cores busy,
+    #: issue slots used) and of the DRAM's peak bandwidth: Nsight Systems' GPU metrics, or the
+    #: simulated board's prediction; None where nothing samples them.
+    sm_active: Optional[float] = None
+    tensor_active: Optional[float] = None
+    issue_active: Optional[float] = None
+    dram_util: Optional[float] = None
     #: Reasons the hardware itself reports for slowing down (NVML), empty when none or unknown.
     throttle: List[str] = field(default_factory=list)
 

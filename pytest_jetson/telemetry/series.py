@@ -7,7 +7,10 @@ import numpy as np
 from .base import Reading
 
 #: Scalar columns of a ``Series``, in the order reports show them.
-SCALARS = ("board_power_w", "memory_bytes", "gpu_util", "gpu_clock_mhz", "emc_util", "cpu_util")
+SCALARS = ("board_power_w", "memory_bytes", "gpu_util", "gpu_clock_mhz", "emc_util", "cpu_util",
+           "sm_active", "tensor_active", "issue_active", "dram_util")
+#: The GPU activity columns (percent), which only Nsight Systems or the simulated board fill.
+ACTIVITY = ("sm_active", "tensor_active", "issue_active", "dram_util")
 
 
 def _col(values: List[Optional[float]]) -> np.ndarray:
@@ -26,6 +29,10 @@ class Series:
         self.gpu_clock_mhz = np.zeros(0)
         self.emc_util = np.zeros(0)
         self.cpu_util = np.zeros(0)
+        self.sm_active = np.zeros(0)
+        self.tensor_active = np.zeros(0)
+        self.issue_active = np.zeros(0)
+        self.dram_util = np.zeros(0)
         self.rails_w: Dict[str, np.ndarray] = {}
         self.temps_c: Dict[str, np.ndarray] = {}
         self.throttle: List[List[str]] = []
@@ -38,7 +45,7 @@ class Series:
         s.clock = clock
         s.t = np.array([r.t for r in readings], dtype=float)
         for name in SCALARS:
-            setattr(s, name, _col([getattr(r, name) for r in readings]))
+            setattr(s, name, _col([getattr(r, name, None) for r in readings]))
         rails: List[str] = []
         temps: List[str] = []
         for r in readings:
@@ -63,7 +70,10 @@ class Series:
 
         d: Dict[str, Any] = {"clock": self.clock, "t": [float(x) for x in self.t]}
         for name in SCALARS:
-            d[name] = lst(getattr(self, name))
+            col = getattr(self, name)
+            if name in ACTIVITY and not np.isfinite(col).any():
+                continue  # most sources never sample them: no column of nulls in every file
+            d[name] = lst(col)
         d["rails_w"] = {k: lst(v) for k, v in self.rails_w.items()}
         d["temps_c"] = {k: lst(v) for k, v in self.temps_c.items()}
         return d

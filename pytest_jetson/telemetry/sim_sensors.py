@@ -12,6 +12,10 @@ The workload is a duck-typed object (the simulator's ``Prediction`` fits) with:
   simulated board is announced as such a load (``run.host_time.HostLoad``: one core busy, the
   GPU idle). CPU load counts that host code only: an engine's own host work (enqueue, sync) is
   inside its simulated latency, not CPU load, and an idle board reads 0 %.
+* optionally ``sm_active``, ``tensor_active``, ``issue_active`` and ``dram_util``: the GPU
+  activity Nsight Systems samples, fractions (0..1) as the Prediction has them (``sim.activity``).
+  A load whose GPU idles (``gpu_util`` 0) reads 0; a busy load without them leaves the readings
+  of its span unknown (None), never a made-up figure.
 
 What runs when comes from one place: the loads announced on the virtual clock
 (``SimClock.announce``). Simulated engines announce each stretch of inferences as they run and a
@@ -25,12 +29,13 @@ Noise is small, Gaussian and seeded; memory has none (allocations are determinis
 """
 
 import math
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..clock import SimClock
 from .base import Reading, Source
+from .series import ACTIVITY
 
 AMBIENT_C = 25.0
 #: Module plus heatsink and fan: about 3 C per W above ambient (an Orin Nano dev kit at 15 W
@@ -142,6 +147,17 @@ class SimulatedSource(Source):
             wl,
         )
 
+    @staticmethod
+    def _activity(wl: Any) -> Optional[Dict[str, float]]:
+        """The GPU activity of ``wl`` in percent: zeros when idle (no load, or a load whose GPU
+        idles), None when a busy load does not say."""
+        values = {name: _attr(wl, name) for name in ACTIVITY}
+        if wl is not None and all(v is not None for v in values.values()):
+            return {name: 100.0 * float(v) for name, v in values.items()}
+        if wl is None or _attr(wl, "gpu_util") == 0.0:
+            return {name: 0.0 for name in ACTIVITY}
+        return None
+
     def _advance_thermal(self, t: float) -> None:
         """Carry the die temperature from the last time it was computed to ``t``, exactly for
         piecewise-constant power (boundaries at the load windows' edges)."""
@@ -156,18 +172,20 @@ class SimulatedSource(Source):
             cur = nxt
         self._thermal_t = t
 
-    def _over(self, a: float, b: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any, float]:
+    def _over(self, a: float, b: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any, float,
+                                                 Optional[Dict[str, float]]]:
         """The state averaged over ``(a, b]`` as a board's counters report it (a GPU load file, a
         power monitor average the time since their last reading, not the instant): power, GPU,
-        EMC and CPU load weighted by time, memory at its peak, the clock and workload of the
-        longest busy part. ``b`` alone when the span is empty. Exact for the piecewise-constant
-        loads the clock announces, so a sample grid in step with a fixed arrival rate does not
-        alias (every sample landing on a busy instant)."""
+        EMC and CPU load and GPU activity weighted by time, memory at its peak, the clock and
+        workload of the longest busy part. ``b`` alone when the span is empty. Exact for the
+        piecewise-constant loads the clock announces, so a sample grid in step with a fixed
+        arrival rate does not alias (every sample landing on a busy instant)."""
         if b <= a:
             power, memory, util, clock, emc, wl = self._state(b)
-            return power, memory, util, clock, emc, wl, _attr(wl, "cpu_util", 0.0) or 0.0
+            return power, memory, util, clock, emc, wl, _attr(wl, "cpu_util", 0.0) or 0.0, self._activity(wl)
         cuts = [a] + self.clock.load_edges(a, b) + [b]
         acc = {"power": 0.0, "util": 0.0, "emc": 0.0, "cpu": 0.0}
+        act: Optional[Dict[str, float]] = {name: 0.0 for name in ACTIVITY}
         known_util, longest, pick = False, -1.0, None
         for x, y in zip(cuts, cuts[1:]):
             w = (y - x) / (b - a)
@@ -177,6 +195,8 @@ class SimulatedSource(Source):
             acc["util"] += w * (util or 0.0)
             acc["emc"] += w * (emc or 0.0)
             acc["cpu"] += w * (_attr(wl, "cpu_util", 0.0) or 0.0)
+            part = self._activity(wl)
+            act = None if act is None or part is None else {k: v + w * part[k] for k, v in act.items()}
             known_util = known_util or util is not None
             busy = wl is not None
             if (busy, y - x) > (pick is not None and pick[5] is not None, longest):
@@ -184,7 +204,7 @@ class SimulatedSource(Source):
         assert pick is not None
         memory = self._state(b)[1]
         return (acc["power"], memory, acc["util"] if known_util else None, pick[3], acc["emc"], pick[5],
-                acc["cpu"])
+                acc["cpu"], act)
 
     def generate(self, start: float, end: float, interval: float) -> List[Reading]:
         """Readings at ``start``, ``start + interval``, ... up to ``end`` (inclusive), each the
@@ -201,12 +221,15 @@ class SimulatedSource(Source):
         prev = start
         for t in times:
             self._advance_thermal(t)
-            power, memory, util, clock, emc, wl, cpu = self._over(prev, t)
+            power, memory, util, clock, emc, wl, cpu, act = self._over(prev, t)
             prev = t
             p = max(0.0, power * (1.0 + POWER_NOISE * rng.standard_normal()))
             noise = rng.standard_normal()
             # An idle GPU reads exactly 0 %, as the load file does.
             u = None if util is None else (0.0 if util == 0 else float(np.clip(util + UTIL_NOISE_PCT * noise, 0.0, 100.0)))
+            # the same draw, relative: the activity counters are sampled with the load
+            act = act and {k: float(np.clip(v * (1.0 + 0.01 * UTIL_NOISE_PCT * noise), 0.0, 100.0))
+                           for k, v in act.items()}
             temp = self._temp + TEMP_NOISE_C * rng.standard_normal()
             out.append(
                 Reading(
@@ -219,6 +242,7 @@ class SimulatedSource(Source):
                     emc_util=emc,
                     temps_c={"gpu": temp, "cpu": temp - 1.5, "tj": temp + 0.5},
                     cpu_util=cpu,
+                    **(act or {}),
                 )
             )
         return out

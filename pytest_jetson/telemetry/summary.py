@@ -3,7 +3,9 @@
 ``TelemetrySummary`` is what a ``Measurement`` carries as ``telemetry``: ``power_mean_w``,
 ``power_peak_w``, ``energy_j``, ``memory_peak_bytes``, ``gpu_util_mean`` and
 ``temperature_max_c`` back the ``power``, ``power_peak``, ``energy``, ``memory``, ``gpu_util``
-and ``temperature`` metrics. Every figure is None when the source did not measure it.
+and ``temperature`` metrics; ``sm_active_mean``, ``tensor_active_mean``, ``issue_active_mean``
+and ``dram_util_mean`` the GPU activity metrics (``sm_active``, ``tensor_active``,
+``issue_active``, ``dram_util``). Every figure is None when the source did not measure it.
 """
 
 import copy
@@ -12,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .series import Series
+from .series import ACTIVITY, Series
 
 #: A loaded sample: GPU utilisation at or above this (percent).
 LOADED_UTIL_PCT = 50.0
@@ -56,6 +58,10 @@ class TelemetrySummary:
     gpu_util_mean: Optional[float] = None
     emc_util_mean: Optional[float] = None
     cpu_util_mean: Optional[float] = None
+    sm_active_mean: Optional[float] = None
+    tensor_active_mean: Optional[float] = None
+    issue_active_mean: Optional[float] = None
+    dram_util_mean: Optional[float] = None
     temperature_max_c: Optional[float] = None
     temperatures_max_c: Dict[str, float] = field(default_factory=dict)
     gpu_clock_min_mhz: Optional[float] = None
@@ -170,6 +176,10 @@ def summarize(
     s.gpu_util_mean = _mean(series.gpu_util)
     s.emc_util_mean = _mean(series.emc_util)
     s.cpu_util_mean = _mean(series.cpu_util)
+    for name in ACTIVITY:
+        col = getattr(series, name)
+        # a mean over part of the window would be another figure: all samples or none
+        setattr(s, f"{name}_mean", _mean(col) if np.isfinite(col).all() else None)
     _temperatures(s, series)
     loaded = _clocks(s, series, max_gpu_clock_mhz)
     s.throttle_reasons = (_clock_throttle(series, loaded, max_gpu_clock_mhz)

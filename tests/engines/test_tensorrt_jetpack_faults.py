@@ -89,6 +89,11 @@ def test_tensorrt_8_2_without_workspace_builds_with_trtexecs_16_mib_and_says_so(
     again = _open(path, tmp_path)  # from the plan cache: still said
     assert not again.built and again.measurement_extra()["workspace"].startswith("16 MiB")
     again.close()
+    # the cache keys on the workspace the build got, not on "none given": a plan built under
+    # another default is never taken for this one
+    asked = _open(path, tmp_path, workspace="16 MiB")
+    assert not asked.built  # the same plan: 16 MiB given is what "none given" built
+    asked.close()
 
 
 @pytest.mark.parametrize("version, workspace, expected", [

@@ -52,6 +52,8 @@ PARAMS = {
     # jetson-inference's (dusty-nv/pytorch-segmentation): resnet18 backbone at output stride 32
     # (no dilation) = 11,176,512 + FCNHead(512, 21) = 589,824 + 256 + 2,709.
     "fcn_resnet18": 11_769_301,
+    # torchvision's SSD300_VGG16_Weights.COCO_V1 meta["num_params"]
+    "ssd300_vgg16": 35_641_826,
 }
 
 # Published multiply-adds in GMACs at the default input: torchvision's model tables ("GFLOPS"
@@ -66,6 +68,8 @@ PUBLISHED_GMACS = {
     # Ultralytics' docs tables (GFLOPs at 640 = 2 x MACs) and the YOLOv7 paper's 104.7 GFLOPs
     "yolo11n": 6.5 / 2, "yolo11s": 21.5 / 2, "yolo11m": 68.0 / 2, "yolo11l": 86.9 / 2, "yolo11x": 194.9 / 2,
     "yolov5s": 16.5 / 2, "yolov7": 104.7 / 2,
+    # SSD300_VGG16_Weights.COCO_V1 meta["_ops"] at 300x300
+    "ssd300_vgg16": 34.858,
 }
 
 
@@ -106,6 +110,8 @@ def test_default_resolutions():
     assert zoo.stats("yolov7").output_shapes == [(1, 25200, 85)]
     assert zoo.stats("yolo11x").output_shapes == [(1, 84, 8400)]
     assert zoo.stats("resnet50").input_shape == (1, 3, 224, 224)
+    assert zoo.stats("ssd300_vgg16").input_shape == (1, 3, 300, 300)
+    assert zoo.stats("ssd300_vgg16").output_shapes == [(1, 8732, 4), (1, 8732, 91)]
 
 
 def test_other_resolutions_change_shapes_and_macs():

@@ -40,7 +40,7 @@ def test_pipeline(trt_engine, perf):
         with perf.stage("postprocess"):
             postprocess(np.random.default_rng(0).random(20000))
 
-    m = perf.measure(pipeline, inputs=FRAMES, items=1, iterations=150, warmup="0.01s")
+    m = perf.measure(pipeline, inputs=FRAMES, items=1, iterations=300, warmup="0.01s")
     print("STAGES", ",".join(sorted(m.stages)), m.extra["timing"]["host_scale"] > 0)
 '''
 
@@ -88,7 +88,7 @@ def test_a_slower_postprocessing_step_reads_as_that_stages_change(suite):
     # host's load moves both alike)
     assert after["infer"] == pytest.approx(before["infer"], rel=0.05)
     moved = (after["postprocess"] / after["preprocess"]) / (before["postprocess"] / before["preprocess"])
-    assert 1.6 < moved < 8.0, (before, after)
+    assert 1.5 < moved < 10.0, (before, after)
 
 
 def test_a_raising_function_fails_with_the_users_traceback_and_records_nothing(suite):

@@ -30,6 +30,7 @@ def host(monkeypatch):
     """A fake host timer (``host[0]`` seconds), and the host as fast as the reference core."""
     now = [100.0]
     monkeypatch.setattr(clock_module, "_perf_counter", lambda: now[0])
+    monkeypatch.setattr(clock_module, "_cpu_clock", lambda: now[0])
     monkeypatch.setitem(host_time._HOST, "seconds", host_time.REFERENCE_SECONDS)
     return now
 
@@ -214,8 +215,8 @@ def test_virtual_time_is_engine_time_plus_scaled_host_time_and_never_goes_back(s
     """Any mix of host stretches and engine calls: each call's latency is its engine time plus
     its host time times the scale, and the clock's stretches never overlap."""
     now = [0.0]
-    old = clock_module._perf_counter
-    clock_module._perf_counter = lambda: now[0]
+    old = clock_module._perf_counter, clock_module._cpu_clock
+    clock_module._perf_counter = clock_module._cpu_clock = lambda: now[0]
     host_time._HOST["seconds"] = host_time.REFERENCE_SECONDS
     try:
         ctx = _context()
@@ -230,7 +231,7 @@ def test_virtual_time_is_engine_time_plus_scaled_host_time_and_never_goes_back(s
 
         m = Recorder(ctx).measure(pipeline, iterations=5, warmup=0)
     finally:
-        clock_module._perf_counter = old
+        clock_module._perf_counter, clock_module._cpu_clock = old
         host_time._HOST.clear()
     scale = m.extra["timing"]["host_scale"]
     host_s = sum(h for h, _ in steps)
@@ -238,3 +239,28 @@ def test_virtual_time_is_engine_time_plus_scaled_host_time_and_never_goes_back(s
     assert m.latency_mean == pytest.approx(host_s * scale + calls * lat, rel=0.05, abs=1e-12)
     loads = ctx.clock.loads
     assert all(a[1] <= b[0] + 1e-12 and a[0] <= a[1] for a, b in zip(loads, loads[1:]))
+
+
+def test_a_wait_and_the_schedulers_gaps_are_not_host_work(monkeypatch):
+    """A host stretch counts the smaller of wall and CPU time: sleeping (or being descheduled on
+    a busy runner: wall time passes, CPU time does not) adds nothing; CPU work counts."""
+    import time
+
+    host_time._HOST["seconds"] = host_time.REFERENCE_SECONDS
+    try:
+        ctx = _context()
+
+        def waits():
+            time.sleep(0.02)
+
+        def works():
+            t0 = time.process_time()
+            while time.process_time() - t0 < 0.02:
+                pass
+
+        waited = Recorder(ctx).measure(waits, iterations=3, warmup=0)
+        worked = Recorder(ctx).measure(works, iterations=3, warmup=0)
+    finally:
+        host_time._HOST.clear()
+    assert waited.extra["timing"]["host_measured_s"] < 0.002
+    assert worked.extra["timing"]["host_measured_s"] == pytest.approx(0.02, rel=0.5)
