@@ -28,6 +28,7 @@ COMMANDS: Dict[str, str] = {
     "history": "trends over past runs (JSON reports, history stores): steps and slow drifts",
     "export": "a JSON report in the Bencher Metric Format or for github-action-benchmark",
     "ab": "measure a base revision beside the head on this board, interleaved, and compare",
+    "explain": "why a test got slower: its per-layer profile against a baseline or another report",
 }
 
 

@@ -8,6 +8,8 @@ its default does not fit (as Polygraphy's ``BaseRunner`` is subclassed):
 * ``timed_run(...)``: the timed loop (the default runs ``infer`` back to back on ``clock``);
 * ``check_batch(batch)``: whether the engine's profile takes ``batch``;
 * ``measurement_extra(batch)``: what a Measurement carries beyond its samples (default none);
+* ``layer_profile(batch)``: per-layer times (``layer_profile.LayerProfile``) from a separate pass
+  after the timed window, or None where the backend cannot say (the default);
 * ``memory_bytes``, ``last_device_time``: what the engine holds, and the device time of the
   last call where the backend can tell (both None by default);
 * ``engine(inputs)`` (``__call__``, ``_run`` does the work): one batch on the caller's inputs,
@@ -139,6 +141,13 @@ class Engine:
         """What a Measurement of this engine at ``batch`` carries beyond its samples
         (``Measurement.extra``: I/O mode, build time, placement, the simulator's prediction)."""
         return {}
+
+    def layer_profile(self, batch: int) -> Any:
+        """Where one inference at ``batch`` spends its time, layer by layer
+        (``layer_profile.LayerProfile``), from a pass of its own after the timed window so that
+        profiling never perturbs the measured figures; None where the backend cannot say. A
+        backend that can profile but did not this time says why in the profile's ``notes``."""
+        return None
 
     # -- running on the caller's inputs ---------------------------------------------------------
     @property
@@ -339,6 +348,10 @@ class _Adapted(Engine):
         if "prediction" not in extra and hasattr(prediction, "to_dict"):
             extra["prediction"] = prediction.to_dict()
         return extra
+
+    def layer_profile(self, batch: int) -> Any:
+        own = self._get("layer_profile")
+        return own(batch) if callable(own) else None
 
     def check_batch(self, batch: Any) -> int:
         own = self._get("check_batch")

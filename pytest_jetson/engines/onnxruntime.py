@@ -6,10 +6,17 @@ requested precision as its label (so tests and baselines line up) and says so on
 
 A graph with dynamic dimensions besides the batch (a detector's height and width) is opened at
 ``input_shape=`` (what ``infer`` runs on); ``engine(x)`` takes any size the graph allows.
+
+Its per-layer profile (``layer_profile``) comes from onnxruntime's own profiler, on a session of
+its own opened after the timed window (profiling the timed session would slow every run it
+times): one inference to warm it, then ``PROFILE_RUNS``, each node's time averaged over them.
 """
 
+import json
+import tempfile
 import time
 import warnings
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -30,8 +37,16 @@ from .base import (
     resolve_onnx,
     shape_inputs,
 )
+from .layer_profile import REFORMAT, LayerProfile, LayerTime
 
 _warned_precision = set()
+
+#: inferences a profiling pass averages each node's time over (after one that warms it)
+PROFILE_RUNS = 20
+#: onnxruntime's layout conversions (its NCHWc kernels' reorders): its reformat layers
+REFORMAT_OPS = ("ReorderInput", "ReorderOutput")
+_DTYPES = {"float": "fp32", "float16": "fp16", "bfloat16": "bf16", "double": "fp64", "int8": "int8",
+           "uint8": "int8", "int32": "int32", "int64": "int64", "bool": "bool"}
 
 
 def _import_ort() -> Any:
@@ -88,6 +103,7 @@ class OnnxRuntimeEngine(Engine):
             )
 
         ort = _import_ort()
+        self._threads, self._providers = threads, providers
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads is not None:
@@ -124,6 +140,30 @@ class OnnxRuntimeEngine(Engine):
     def measurement_extra(self, batch: int) -> Dict[str, Any]:
         return {"build_time": self.build_time, "latency_first": self.latency_first}
 
+    def layer_profile(self, batch: int) -> LayerProfile:
+        """Each node's mean time per inference, from onnxruntime's profiler on a session of its own."""
+        ort = _import_ort()
+        feeds = self._made.get(batch)
+        if feeds is None:
+            feeds = self._made[batch] = make_inputs(self.inputs, batch, self.seed)
+        with tempfile.TemporaryDirectory(prefix="pytest-jetson-ort-") as tmp:
+            opts = ort.SessionOptions()
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            if self._threads is not None:
+                opts.intra_op_num_threads = int(self._threads)
+            try:
+                opts.enable_profiling = True
+                opts.profile_file_prefix = str(Path(tmp) / "profile")
+                session = ort.InferenceSession(str(self.path), sess_options=opts,
+                                               providers=self._providers or ["CPUExecutionProvider"])
+                for _ in range(1 + PROFILE_RUNS):
+                    session.run(self._output_names, feeds)
+                trace = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
+            except Exception as exc:  # a build without profiling, an unwritable temp dir...
+                return LayerProfile("onnxruntime", notes=[
+                    f"{self.name}: onnxruntime could not profile this engine ({type(exc).__name__}: {exc})"])
+        return profile_from_trace(trace, batch)
+
     def _infer(self, batch: int) -> Dict[str, np.ndarray]:
         if self.closed:
             raise EngineError(f"{self.name}: infer() on a closed engine")
@@ -141,3 +181,46 @@ class OnnxRuntimeEngine(Engine):
             self.session = None
             self._made.clear()
         super().close()
+
+
+def _precision(args: Dict[str, Any]) -> str:
+    shapes = args.get("output_type_shape") or []
+    if shapes and isinstance(shapes[0], dict) and shapes[0]:
+        return _DTYPES.get(next(iter(shapes[0])), str(next(iter(shapes[0]))))
+    return ""
+
+
+def _size(args: Dict[str, Any]) -> Optional[int]:
+    shapes = args.get("output_type_shape") or []
+    if shapes and isinstance(shapes[0], dict) and shapes[0]:
+        dims = next(iter(shapes[0].values()))
+        if isinstance(dims, list) and dims:
+            return int(np.prod(dims[1:])) if len(dims) > 1 else 1
+    return None
+
+
+def profile_from_trace(trace: Any, batch: int = 1) -> LayerProfile:
+    """onnxruntime's profile (a Chrome-trace list of events) as per-node mean times: the node
+    events of every run but the first (which allocates), in the order the nodes ran."""
+    events = trace if isinstance(trace, list) else []
+    starts = sorted(e.get("ts", 0) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    since = starts[1] if len(starts) > 1 else (starts[0] if starts else 0)
+    runs = max(1, len(starts) - 1) if len(starts) > 1 else max(1, len(starts))
+    total: Dict[str, float] = {}
+    first: Dict[str, Dict[str, Any]] = {}
+    for e in events:
+        name = str(e.get("name", ""))
+        if e.get("cat") != "Node" or not name.endswith("_kernel_time") or e.get("ts", 0) < since:
+            continue
+        node = name[:-len("_kernel_time")]
+        total[node] = total.get(node, 0.0) + float(e.get("dur", 0)) * 1e-6
+        first.setdefault(node, dict(e.get("args") or {}))
+    if not total:
+        return LayerProfile("onnxruntime", notes=["onnxruntime's profile held no node timings"])
+    layers = []
+    for node, seconds in total.items():
+        args = first[node]
+        op = str(args.get("op_name", ""))
+        layers.append(LayerTime(name=node, type=REFORMAT if op in REFORMAT_OPS else op, precision=_precision(args),
+                                time=seconds / runs, size=_size(args)))
+    return LayerProfile("onnxruntime", layers, runs=runs).with_shares()

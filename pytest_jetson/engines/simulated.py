@@ -27,6 +27,7 @@ from ..errors import EngineError, ModelError, SimulationError
 from ..models import zoo
 from ..models.reference import resolve
 from ..sim import workload
+from ..sim.layers import layer_times
 from ..sim.noise import LatencyNoise
 from .base import (
     Engine,
@@ -42,6 +43,7 @@ from .base import (
     read_onnx_io,
     shape_inputs,
 )
+from .layer_profile import LayerProfile, LayerTime
 
 #: Noise is drawn this many iterations at a time (one numpy call instead of one per infer).
 NOISE_CHUNK = 2048
@@ -314,6 +316,22 @@ class SimulatedEngine(Engine):
 
     def measurement_extra(self, batch: int) -> Dict[str, Any]:
         return {"prediction": self._predict(batch).to_dict()}
+
+    def layer_profile(self, batch: int) -> Optional[LayerProfile]:
+        """The simulator's per-kernel prediction at ``batch`` (at the engine's opened input size):
+        computed from the plan, never run, so the virtual clock and the noise streams stay as the
+        timed window left them."""
+        pred = self._predict(batch)
+        if self.accelerator != "gpu":
+            return LayerProfile("simulator", notes=[f"{self.name}: no per-layer prediction for a DLA "
+                                                    "engine (its layers run on the DLA as one graph)"])
+        given = dict(self._shapes) if self._shapes is not None else None
+        rows = layer_times(self.device, self.model, self.precision, batch, harness=self.harness,
+                           resolution=None if given else self.resolution, input_shape=given,
+                           prediction=pred)
+        return LayerProfile("simulator", [LayerTime(name=r.name, type=r.type, precision=r.precision,
+                                                    time=r.time, kernel=r.kernel, bound=r.bound,
+                                                    size=r.size) for r in rows]).with_shares()
 
     def prediction_at(self, batch: Optional[int] = None, input_shape: Any = None) -> Any:
         """The simulator's prediction at ``batch`` and ``input_shape`` (a shape without the batch, or

@@ -72,6 +72,8 @@ class BaselineRef:
     key: str = ""
     #: the entry's stages (``perf.stage``), each with the metrics of its latencies
     stages: Dict[str, "BaselineRef"] = field(default_factory=dict)
+    #: the engine's structure the entry keeps (``gate.entries``), or None
+    structure: Optional[Dict[str, Any]] = None
 
     def environment(self) -> Dict[str, Any]:
         """The fields a reader needs to recognise the baseline (device, mode, precision, batch)."""

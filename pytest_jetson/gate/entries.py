@@ -18,6 +18,7 @@ import datetime as _dt
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..engines.layer_profile import structure
 from ..metrics import METRICS
 from .bounds import stage_metrics
 from .checks import BaselineRef
@@ -123,6 +124,9 @@ def make_entry(measurement: Any, fp: Dict[str, Any], confidence: float = 0.99,
     if stages:
         entry["stages"] = {name: _records(stage, stage_metrics(), confidence)
                            for name, stage in stages.items()}
+    profile = getattr(measurement, "profile", None)
+    if profile is not None and profile.layers:
+        entry["structure"] = structure(profile)
     return entry
 
 
@@ -193,4 +197,4 @@ def entry_ref(entry: Dict[str, Any], file: str = "", key: str = "") -> BaselineR
                                 **common)  # type: ignore[arg-type]
               for name, part in (entry.get("stages") or {}).items()}
     return BaselineRef(metrics=_metric_refs(entry.get("metrics") or {}, entry.get("samples") or {}),
-                       stages=stages, **common)  # type: ignore[arg-type]
+                       stages=stages, structure=entry.get("structure"), **common)  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict
 
+from ..engines.layer_profile import NAME_HASH
 from ..errors import BaselineError
 
 FIX_UNREADABLE = ("restore it from version control (git checkout -- {path}), or delete it and "
@@ -30,6 +31,7 @@ def validate_entry(path: Path, key: str, entry: Any, schema: int) -> None:
         _check_metric(f"metric {name!r}: ", m, schema, bad)
     _check_samples(entry.get("samples", {}), bad)
     _check_stages(entry.get("stages"), schema, bad)
+    _check_structure(entry.get("structure"), bad)
 
 
 class _Complaint:
@@ -101,3 +103,33 @@ def _check_stages(stages: Any, schema: int, bad: _Complaint) -> None:
         for metric, m in part["metrics"].items():
             _check_metric(f"{at}metric {metric!r}: ", m, schema, bad)
         _check_samples(part.get("samples", {}), bad, at)
+
+
+def _count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _check_structure(s: Any, bad: _Complaint) -> None:
+    """``structure``: the engine's layers as ``engines.layer_profile.structure`` keeps them."""
+    if s is None:
+        return
+    if not isinstance(s, dict):
+        raise bad("'structure'", "an object with 'digest', 'layers', 'reformats' and 'rows'", s)
+    if not isinstance(s.get("digest"), str):
+        raise bad("structure 'digest'", "a string (the layer list's sha256 prefix)", s.get("digest"))
+    for name in ("layers", "reformats"):
+        if not _count(s.get(name, 0)):
+            raise bad(f"structure '{name}'", "a whole number >= 0", s.get(name))
+    precisions = s.get("precisions", {})
+    if not isinstance(precisions, dict) or not all(_count(v) for v in precisions.values()):
+        raise bad("structure 'precisions'", "an object of precision to a layer count", precisions)
+    names = s.get("names", "")
+    if not isinstance(names, str) or len(names) % NAME_HASH:
+        raise bad("structure 'names'", f"a string of {NAME_HASH} hex digits per layer", names)
+    rows = s.get("rows", [])
+    if not isinstance(rows, list):
+        raise bad("structure 'rows'", "a list of [name, type, precision, seconds]", rows)
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(v, str) for v in row[:3])
+                and _number(row[3]) and row[3] >= 0):
+            raise bad("a structure row", "[name, type, precision, seconds]", row)

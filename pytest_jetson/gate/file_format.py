@@ -135,6 +135,8 @@ def dump_baseline(doc: Dict[str, Any]) -> str:
                 lines.append(f"      }}{comma}")
             elif f == "stages" and isinstance(v, dict) and v:
                 lines += _dump_stages(v, comma)
+            elif f == "structure" and isinstance(v, dict) and v:
+                lines += _dump_structure(v, comma)
             else:
                 lines.append(f"      {_dump_value(f)}: {_dump_value(v)}{comma}")
         lines.append("    }" + ("," if i < len(keys) - 1 else ""))
@@ -142,6 +144,23 @@ def dump_baseline(doc: Dict[str, Any]) -> str:
     lines.append(f'  "schema": {SCHEMA}')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _dump_structure(structure: Dict[str, Any], comma: str) -> List[str]:
+    """An entry's engine ``structure``: one line per field and one per kept layer, so that a
+    changed layer is a changed line in review."""
+    lines = ['      "structure": {']
+    keys = sorted(structure)
+    for j, f in enumerate(keys):
+        c2 = "," if j < len(keys) - 1 else ""
+        v = structure[f]
+        if f == "rows" and isinstance(v, list) and v:
+            lines.append('        "rows": [')
+            lines += [f"          {_dump_value(r)}{',' if n < len(v) - 1 else ''}" for n, r in enumerate(v)]
+            lines.append(f"        ]{c2}")
+        else:
+            lines.append(f"        {_dump_value(f)}: {_dump_value(v)}{c2}")
+    return lines + [f"      }}{comma}"]
 
 
 def _dump_stages(stages: Dict[str, Any], comma: str) -> List[str]:

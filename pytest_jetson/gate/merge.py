@@ -64,9 +64,14 @@ def merge_entry(old: Optional[Dict[str, Any]], new: Dict[str, Any], mode: str = 
     moved = {name: _changed(stages_old.get(name) or {}, part, alpha)
              for name, part in (new.get("stages") or {}).items()}
     moved = {name: names for name, names in moved.items() if names}
-    if not changed and not moved:
+    # the engine's structure: rewritten when its graph changed, or with the times that moved
+    restructured = bool(new.get("structure")) and (old.get("structure") or {}).get("digest") != \
+        new["structure"].get("digest")
+    if not changed and not moved and not restructured:
         return None
     out = _with_changes(old, new, changed)
+    if new.get("structure") and (restructured or changed):
+        out["structure"] = new["structure"]
     for f in ("fingerprint", "measurement", "recorded"):
         out[f] = new.get(f, out.get(f))
     if moved:

@@ -321,8 +321,9 @@ class GateSession:
 
     def _where(self, result: TestResult, key: str, m: Any, ref: Optional[BaselineRef],
                fp: Dict[str, Any]) -> None:
-        """Where ``m``'s time moved against a comparable baseline, stage by stage."""
-        if ref is None or not ref.stages or not getattr(m, "stages", None):
+        """Where ``m``'s time moved against a comparable baseline, stage by stage and layer by layer."""
+        profiled = getattr(m, "profile", None) is not None and ref is not None and ref.structure
+        if ref is None or not (ref.stages and getattr(m, "stages", None) or profiled):
             return
         if env_differences(fp, ref.fingerprint, environment_keys(self.compared_keys)) and not self.settings.allow_env_mismatch:
             return

@@ -27,7 +27,8 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
           "nodeid": "tests/perf/test_x.py::test_a",
           "outcome": "pass" | "fail" | "error" | "inconclusive" | "skip" | "recorded" | "none",
           "measurements": [<Measurement.to_dict()> + {"key": <baseline key>}],
-                                                   # samples, telemetry summary, environment, summary
+                                                   # samples, telemetry summary, environment, summary,
+                                                   # "profile": the per-layer profile, where any
           "keys": [<baseline key per measurement>],
           "fingerprint": {<device fingerprint + backend, precision, batch, model>},
           "bounds": [{"metric", "text", "kind", "comparator", "value", "unit", "tolerance", "where",
@@ -45,10 +46,14 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
           "notes": [<text>],
           "error": null | "<why the test errored>",
           "where": [{"measurement": <key>, "now", "baseline", "change", "relative",
-                     "stages": [{"stage", "now", "baseline", "change", "relative", "share"}]}]
+                     "stages": [{"stage", "now", "baseline", "change", "relative", "share"}],
+                     "layers": <gate.attribution.LayerWhere.to_dict(): the per-layer profile
+                                against the baseline's structure, present when both exist>}]
                                                    # mean time per call (s) of each stage the
                                                    # baseline has too, the stage that explains most
-                                                   # of the whole's change first (share: of it)
+                                                   # of the whole's change first (share: of it);
+                                                   # layers: time per inference (s), the layer
+                                                   # that moved most first
         }
       ]
     }

@@ -60,8 +60,9 @@ def _why(results: Sequence[Any]) -> List[str]:
     details = [(r.nodeid, r.error) for r in results if r.error]
     for r in ordered(results):
         # where a failing test's time went, stage by stage, opens its details, as in its own report
-        if any(v.failed for v in r.verdicts) and getattr(r, "where", None):
-            details.append((r.nodeid, "\n".join(where_lines(r))))
+        where = where_lines(r) if any(v.failed for v in r.verdicts) else []
+        if where:  # a layer profile that moved nothing says nothing
+            details.append((r.nodeid, "\n".join(where)))
         details += [(r.nodeid, message(v)) for v in shown(r.verdicts)]
     skipped = skipped_notes(results)
     if not details and not skipped:

@@ -310,15 +310,61 @@ def where_text(w: Any) -> str:
     return "; ".join(parts)
 
 
+def _layer_part(x: Any, unit: Tuple[float, str]) -> str:
+    rel = x.change / x.baseline if x.baseline else None
+    text = f"{x.name} {_signed(x.change, unit)}{_signed_pct(rel) if x.now is not None else ''}"
+    status = x.status
+    if status == "added":
+        return text + " (new)"
+    if status == "removed":
+        return text + " (gone)"
+    if status == "precision":
+        return text + f" ({x.baseline_precision} -> {x.precision})"
+    return text
+
+
+def layer_texts(lw: Any, top: int = 3) -> List[str]:
+    """Where an engine's time moved layer by layer (``gate.attribution.LayerWhere``): the layers
+    that moved most, then what changed in the engine's structure, then the notes."""
+    moved = [x for x in lw.layers if x.moved][:top]
+    unit = _time_unit(max([abs(x.change) for x in moved] + [abs(lw.change)]) or 1e-3)
+    out = []
+    if moved:
+        rel = lw.change / lw.baseline_total if lw.baseline_total else None
+        out.append("layers: " + "; ".join(_layer_part(x, unit) for x in moved)
+                   + f" (time per inference, all layers {_signed(lw.change, unit)}{_signed_pct(rel)})")
+    changes = []
+    if lw.graph_changed:
+        fused = f": {lw.fused_differently} layer(s) fused differently" if lw.fused_differently else ""
+        changes.append(f"the engine graph changed{fused} ({lw.counts[0]} -> {lw.counts[1]} layers)")
+    if lw.reformats[0] != lw.reformats[1]:
+        changes.append(f"reformats {lw.reformats[0]} -> {lw.reformats[1]}")
+    if lw.precision_changes:
+        shown = ", ".join(f"{n} {a} -> {b}" for n, a, b in lw.precision_changes[:2])
+        more = f" and {len(lw.precision_changes) - 2} more" if len(lw.precision_changes) > 2 else ""
+        changes.append(f"precision changed: {shown}{more}")
+    elif any(a != b for a, b in lw.precisions.values()):
+        changes.append("layers per precision " + ", ".join(
+            f"{p} {a} -> {b}" for p, (a, b) in lw.precisions.items() if a != b))
+    if changes:
+        out.append("; ".join(changes))
+    return out + [f"layers: {n}" for n in lw.notes]
+
+
 def where_lines(result: Any, width: int = 100) -> List[str]:
     """The opening of a failing test's report: per measurement with stages, the stages ordered by
-    how much of the change in mean latency they explain, wrapped at ``width``."""
+    how much of the change in mean latency they explain; with a per-layer profile, the layers whose
+    time moved most and what changed in the engine; wrapped at ``width``."""
     out: List[str] = []
+    wrap = lambda text: textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False,  # noqa: E731
+                                      break_long_words=False)
     for w in getattr(result, "where", None) or []:
         tag = f"[{w.measurement.split('|', 1)[1]}] " if "|" in w.measurement else ""
-        text = f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)"
-        out += textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False,
-                             break_long_words=False)
+        if w.stages:
+            out += wrap(f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)")
+        if w.layers is not None:
+            for text in layer_texts(w.layers):
+                out += wrap(tag + text)
     return out
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..engines.base import Engine, as_engine
+from ..engines.layer_profile import LayerProfile
 from ..errors import ConfigError
 from ..units import LONGEST_MEASUREMENT_S, MAX_ITERATIONS, format_duration, parse_duration
 from . import arrival
@@ -284,7 +285,8 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
             before_window: Optional[Callable[[], Any]] = None,
             telemetry_interval: Optional[float] = None,
             extend: Optional[Callable[[Measurement, float], Optional[float]]] = None,
-            rate: Any = None, deadline: Any = None, seed: Any = None, strict: bool = True) -> Measurement:
+            rate: Any = None, deadline: Any = None, seed: Any = None, strict: bool = True,
+            profile: bool = True) -> Measurement:
     """Measure ``engine`` and return a Measurement on the engine's clock.
 
     ``engine``: an ``Engine``; an object that only runs like one (``infer(batch)`` and a
@@ -306,6 +308,10 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     draws Poisson arrivals (default: the engine's seed), mixed with the engine's name.
     ``strict``: a rate the engine cannot keep up with, or a deadline every call misses, raises
     ``arrival.RateError`` after the run.
+
+    ``profile``: after the window, ask the engine for its per-layer profile
+    (``Engine.layer_profile``: a pass of its own, outside the measured figures) into
+    ``Measurement.profile``; a backend that fails to profile leaves a note there, never an error.
     """
     engine = as_engine(engine)
     plan = _plan(engine, duration, iterations, warmup, batch, stability, max_duration, window,
@@ -337,10 +343,22 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     m = _measurement(engine, plan.name, plan.batch, run.lat, run.dev, run.t_end - run.t0, summary,
                      windows, run.stable, environment, extra)
     m.telemetry_series = measured.series()
+    if profile:
+        m.profile = layer_profile(engine, plan.batch)
     problem = run.rate_problem()
     if problem:
         raise arrival.RateError(problem)
     return m
+
+
+def layer_profile(engine: Engine, batch: int) -> Optional[LayerProfile]:
+    """The engine's per-layer profile at ``batch``; where profiling itself fails, an empty
+    profile whose note says why (a perf test never fails for want of a profile)."""
+    try:
+        return engine.layer_profile(batch)
+    except Exception as exc:  # a profiler's failure must not cost the measurement
+        return LayerProfile(str(getattr(engine, "backend", "") or ""),
+                            notes=[f"no per-layer profile: {type(exc).__name__}: {exc}"])
 
 
 def _ready_first(engine: Engine, batch: int) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from ..engines.layer_profile import LayerProfile
 from ..metrics import METRICS
 from ..telemetry.series import Series
 from ..telemetry.summary import TelemetrySummary
@@ -76,6 +77,9 @@ class Measurement:
     #: latencies are the stage's time per call (summed over its entries in that call), its
     #: duration, items, batch and clock the whole measurement's. Empty for an engine.
     stages: Dict[str, "Measurement"] = field(default_factory=dict)
+    #: Where one inference's time went, layer by layer (``engines.layer_profile``), from a pass
+    #: after the timed window; None where the backend cannot say. No metric reads it.
+    profile: Optional[LayerProfile] = None
 
     # -- derived metrics -------------------------------------------------------------------
     @property
@@ -276,6 +280,7 @@ class Measurement:
             "extra": self._extra_for_files(),
             "summary": self.summary(),
             **({"stages": {k: v.to_dict() for k, v in self.stages.items()}} if self.stages else {}),
+            **({"profile": self.profile.to_dict()} if self.profile is not None else {}),
         }
 
     def _extra_for_files(self) -> Dict[str, Any]:
@@ -310,6 +315,7 @@ class Measurement:
             environment=dict(d.get("environment", {})),
             extra=extra,
             telemetry_series=Series.from_dict(series) if isinstance(series, dict) and series.get("t") else None,
+            profile=LayerProfile.from_dict(d["profile"]) if isinstance(d.get("profile"), dict) else None,
             stages={str(k): Measurement.from_dict(v) for k, v in (d.get("stages") or {}).items()
                     if isinstance(v, dict)},
         )

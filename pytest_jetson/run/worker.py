@@ -172,7 +172,7 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         # late on purpose: the harness brings numpy and the model zoo; loaded here, after the
         # output goes to the log with faulthandler on, a failure is this worker's reported error
         # (not a death before its code ran) and their cost stays out of the reported spawn_s
-        from .harness import measure
+        from .harness import layer_profile, measure
 
         started: Dict[str, float] = {}
 
@@ -188,10 +188,13 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         try:
             measurement = measure(
                 engine, duration=run["duration"], warmup=run["warmup"], before_window=before_window,
+                profile=False,
             )
         finally:
             phase = "window" if started else phase
         t_end = time.perf_counter()
+        # profiled once the window is over, so the pool's window does not take the pass in
+        measurement.profile = layer_profile(engine, measurement.batch)
         payload = {
             "measurement": measurement.to_dict(),
             "t0": started.get("t0"),

@@ -57,6 +57,8 @@ class Engine:
     dla_ok: np.ndarray
     source: np.ndarray      # the workload kernel it came from; -1 for a reformat
     reformats: int
+    #: per reformat row, in order: (tensor converted, its precision, the precision it becomes)
+    reform: Tuple[Tuple[int, int, int], ...] = ()
 
     @property
     def n(self) -> int:
@@ -172,5 +174,6 @@ def plan(w: Workload, precision: str) -> Engine:
     return Engine(kind=cols[0].astype(np.int64), prec=cols[1].astype(np.int64), macs=cols[2], flops=cols[3],
                   weight_bytes=cols[4], in_bytes=cols[5], out_bytes=cols[6], spatial=cols[7], n_out=cols[8],
                   k_red=cols[9], cin_g=cols[10], groups=cols[11], dla_ok=cols[12].astype(bool),
-                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], reformats=len(reform))
+                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], reformats=len(reform),
+                  reform=tuple((t, v[1], d) for (t, d), v in reform.items()))
 
