@@ -28,7 +28,6 @@ from pytest_jetson.gate.entries import make_entry
 from pytest_jetson.gate.file_format import dump_baseline, read_file
 from pytest_jetson.models import zoo
 from pytest_jetson.run.harness import measure
-
 from tests.fakes.sim_causes import fp32_layer, reformat_after, widened
 
 SEEDS = int(os.environ.get("JETSON_BENCH_SEEDS", "20"))

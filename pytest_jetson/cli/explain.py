@@ -182,7 +182,7 @@ def explain(args: argparse.Namespace, out: Any) -> int:
                      f"{args.report} holds no measurement")
     cols = width() - 2  # the lines are indented by two
     trex_dir = Path(args.trex) if args.trex else None
-    for nodeid, key, m, baseline_file in chosen:
+    for _nodeid, key, m, baseline_file in chosen:
         out.write(f"\n{key}\n")
         p = _profile(m)
         if p is None or not p.layers:

@@ -42,7 +42,7 @@ from .layer_profile import REFORMAT, LayerProfile, LayerTime
 _warned_precision = set()
 
 #: inferences a profiling pass averages each node's time over (after one that warms it)
-PROFILE_RUNS = 20
+PROFILE_RUNS = 5
 #: onnxruntime's layout conversions (its NCHWc kernels' reorders): its reformat layers
 REFORMAT_OPS = ("ReorderInput", "ReorderOutput")
 _DTYPES = {"float": "fp32", "float16": "fp16", "bfloat16": "bf16", "double": "fp64", "int8": "int8",

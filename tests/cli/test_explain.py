@@ -4,6 +4,7 @@ import contextlib
 import json
 
 import pytest
+from fakes.sim_causes import fp32_layer, reformat_after, widened
 
 from pytest_jetson.cli import main
 from pytest_jetson.engines.layer_profile import LayerProfile, LayerTime
@@ -12,8 +13,6 @@ from pytest_jetson.gate.entries import make_entry
 from pytest_jetson.report import jsonreport
 from pytest_jetson.report.trex import FORMATS
 from pytest_jetson.run.harness import measure
-
-from fakes.sim_causes import fp32_layer, reformat_after, widened
 
 LAYER = "layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2"
 KEY = "test_r50.py::test_r50"

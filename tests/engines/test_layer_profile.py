@@ -4,14 +4,13 @@ the measured figures."""
 import json
 
 import pytest
+from fakes.onnx_models import conv_onnx
 
 from pytest_jetson.clock import SimClock
 from pytest_jetson.engines.layer_profile import LayerProfile, LayerTime, digest, from_structure, structure
 from pytest_jetson.engines.simulated import SimulatedEngine
 from pytest_jetson.run.harness import measure
 from pytest_jetson.run.measurement import Measurement
-
-from fakes.onnx_models import conv_onnx
 
 
 def _run(seed, profile, model="resnet50", precision="int8", batch=4):

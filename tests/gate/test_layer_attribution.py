@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from fakes.sim_causes import fp32_layer, reformat_after, widened
 
 from pytest_jetson.engines.layer_profile import LayerProfile, LayerTime, structure
 from pytest_jetson.engines.simulated import SimulatedEngine
@@ -13,8 +14,6 @@ from pytest_jetson.gate.entry_schema import validate_entry
 from pytest_jetson.gate.merge import merge_entry
 from pytest_jetson.report.render import layer_texts, where_lines
 from pytest_jetson.run.harness import measure
-
-from fakes.sim_causes import fp32_layer, reformat_after, widened
 
 R50 = "layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2"
 YOLO = "model.2.m.0.cv1.conv + model.2.m.0.cv1.bn + model.2.m.0.cv1.act.sigmoid + model.2.m.0.cv1.act"

@@ -72,9 +72,9 @@ def test_stages_round_trip_through_a_file_as_the_gate_reads_them(tmp_path):
 
 
 @pytest.mark.parametrize("path", sorted(REPO_BASELINES.rglob("*.json")), ids=lambda p: p.parent.name)
-def test_the_project_baselines_without_stages_are_written_byte_for_byte_as_they_are(path):
+def test_the_project_baselines_are_written_byte_for_byte_as_they_are(path):
+    """With stages (the SSD300 pipeline's) or without: reading and writing a file changes nothing."""
     doc = baseline.read_file(path)
-    assert all("stages" not in e for e in doc["entries"].values())
     if doc["schema"] == baseline.SCHEMA:
         assert baseline.dump_baseline(doc) == path.read_text(encoding="utf-8")
 

@@ -1,13 +1,12 @@
 """The simulator's per-layer prediction: the engine's fused kernels, their times and bounds."""
 
 import pytest
+from fakes.onnx_models import conv_onnx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_jetson.sim import predict
 from pytest_jetson.sim.layers import layer_times
-
-from fakes.onnx_models import conv_onnx
 
 
 @settings(max_examples=12, deadline=None)
