@@ -8,6 +8,7 @@ from onnx import TensorProto, helper
 
 from pytest_jetson.models import zoo
 from pytest_jetson.models.graph import analyze
+from pytest_jetson.models.torchvision_nets import ssd300_default_boxes
 
 
 def _conv_model(cin, cout, groups, h, w, k, stride, pad, dilation):
@@ -89,5 +90,8 @@ def test_every_model_takes_other_resolutions(name, h, w):
         assert stats.output_shapes == [(1, 255, hw[0] // s, hw[1] // s) for s in (8, 16, 32)]
     elif name == "yolov7":
         assert out == (1, 3 * sum(cells), 85)
+    elif name == "ssd300_vgg16":  # boxes and class scores per default box at this size
+        boxes = len(ssd300_default_boxes(*hw))
+        assert stats.output_shapes == [(1, boxes, 4), (1, boxes, 91)]
     else:
         assert out == (1, 84, sum(cells))
