@@ -46,8 +46,9 @@ class UnsafeTarget(JetsonError, OSError):
         return str(self.strerror)
 
 
-def _kind(mode: int) -> Optional[str]:
-    """What a non-regular file is, in words (None for a regular file)."""
+def file_kind(mode: int) -> Optional[str]:
+    """What a non-regular file is, in words (None for a regular file): the one wording every
+    reader and writer of the package uses."""
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
@@ -89,7 +90,7 @@ def check_target(path: PathLike, root: Optional[PathLike] = None) -> Path:
             st = os.stat(real)
         except OSError:
             return target  # a dangling link inside the project: its target is created
-    what = _kind(st.st_mode)
+    what = file_kind(st.st_mode)
     if what == "a directory":
         raise UnsafeTarget(path, f"is a directory, not a file; give a file path such as "
                                  f"{path / 'report'}", errno.EISDIR)
@@ -150,7 +151,7 @@ def append(path: PathLike, text: str, root: Optional[PathLike] = None) -> Path:
                                      "path of a regular file", exc.errno) from None
         raise
     try:
-        what = _kind(os.fstat(fd).st_mode)
+        what = file_kind(os.fstat(fd).st_mode)
         if what is not None:
             raise UnsafeTarget(path, f"is {what}, not a regular file; give the path of a file")
         with os.fdopen(fd, "a", encoding="utf-8") as fh:
@@ -180,7 +181,7 @@ class _Lock:
                                               "overwrite what it points to): remove the link", exc.errno) from None
             raise
         try:
-            what = _kind(os.fstat(fd).st_mode)
+            what = file_kind(os.fstat(fd).st_mode)
             if what is not None:
                 raise UnsafeTarget(self.path, f"is {what}, not a lock file; remove it")
             deadline = None if self.timeout < 0 else time.monotonic() + self.timeout

@@ -20,7 +20,6 @@ Timing is the harness's job; an engine only says which clock its time is on (``c
 """
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -28,6 +27,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import EngineError, ModelError
+from ..fileio import file_kind
 from ..models import zoo
 from ..models.reference import Model, resolve
 
@@ -602,12 +602,7 @@ def _not_a_file(path: Path) -> Optional[str]:
         mode = path.stat().st_mode
     except OSError:
         return None
-    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                        (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return words
-    return None
+    return file_kind(mode)
 
 
 def resolve_onnx(model: ModelRef, where: str, batch: Optional[int] = None,

@@ -8,22 +8,9 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import BaselineError
+from ..fileio import file_kind
 
 MAX_BYTES = 64 * 1024 * 1024
-
-
-def _what_is(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def blocking_component(path: Path) -> Optional[Path]:
@@ -59,7 +46,7 @@ def read_text(path: Path, fix: str) -> Optional[str]:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            what = _what_is(st.st_mode)
+            what = file_kind(st.st_mode) or "not a regular file"
             where = "a directory where a file should be" if what == "a directory" else what
             link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
             raise BaselineError(
