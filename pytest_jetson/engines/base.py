@@ -41,6 +41,13 @@ STALL_ITERATIONS = 10000
 Outputs = Dict[str, np.ndarray]
 
 
+def loop_limits(until_t: Optional[float], until_n: Optional[int]) -> Tuple[float, int]:
+    """A timed loop's stops as its ``while`` tests them: the clock time it runs below and the
+    iteration count it stops at (-1: none). A nanosecond of slack: ten virtual 10 ms steps add up
+    to 0.0999..., not 0.1."""
+    return (float("inf") if until_t is None else until_t - 1e-9), (-1 if until_n is None else int(until_n))
+
+
 class Unsupported(EngineError, NotImplementedError):
     """A part of the contract the backend does not implement (the message says which and why)."""
 
@@ -116,9 +123,7 @@ class Engine:
         infer, now = self.infer, self.clock.now
         prev = t_start
         n = 0
-        # a nanosecond of slack: ten virtual 10 ms steps add up to 0.0999..., not 0.1
-        limit_t = float("inf") if until_t is None else until_t - 1e-9
-        limit_n = -1 if until_n is None else until_n
+        limit_t, limit_n = loop_limits(until_t, until_n)
         append_lat, append_end = latencies.append, ends.append
         append_dev: Optional[Callable[[Any], None]] = None if device_times is None else device_times.append
         while n != limit_n and prev < limit_t:

@@ -40,7 +40,7 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..errors import EngineError
-from .base import DeviceArray
+from .base import DeviceArray, loop_limits
 from .cuda_graphs import Graph, capture, import_cudart
 
 IO_MODES = ("mapped", "device", "host")
@@ -376,8 +376,7 @@ class Runner:
         (None if nothing ran)."""
         if (batch, None) != self.bound:
             self.bind(batch)
-        limit_t = float("inf") if until_t is None else until_t - 1e-9
-        limit_n = -1 if until_n is None else int(until_n)
+        limit_t, limit_n = loop_limits(until_t, until_n)
         pending: Deque[Slot] = deque()
         free = list(self.slots)
         launched = 0

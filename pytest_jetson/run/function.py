@@ -28,7 +28,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from ..clock import WallClock
-from ..engines.base import STALL_ITERATIONS, Engine
+from ..engines.base import STALL_ITERATIONS, Engine, loop_limits
 from ..errors import ConfigError, EngineError
 from .measurement import Measurement
 from .stages import StageLog
@@ -181,8 +181,7 @@ class FunctionWorkload(Engine):
                           latencies: List[float], ends: List[float]) -> float:
         now = self._now()
         prev = t_start
-        limit_t = float("inf") if until_t is None else until_t - 1e-9
-        limit_n = -1 if until_n is None else until_n
+        limit_t, limit_n = loop_limits(until_t, until_n)
         append_lat, append_end = latencies.append, ends.append
         stages = self.stages
         n = 0
@@ -223,8 +222,7 @@ class FunctionWorkload(Engine):
                  latencies: List[float], ends: List[float]) -> float:
         now = self._now()
         prev = t_start
-        limit_t = float("inf") if until_t is None else until_t - 1e-9
-        limit_n = -1 if until_n is None else until_n
+        limit_t, limit_n = loop_limits(until_t, until_n)
         append_lat, append_end = latencies.append, ends.append
         take, fn, stages = self.inputs_.next, self.fn, self.stages  # type: ignore[union-attr]
         calls = self.calls
