@@ -10,12 +10,8 @@ def test_a(trt_engine, perf):
 
 
 @pytest.fixture
-def suite(pytester, monkeypatch, tmp_path):
-    monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path / "empty-root"))
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makepyfile(test_suite=SUITE)
-    pytester.makefile(".toml", pyproject="[project]\nname = 'x'\n")
-    return pytester
+def suite(project_of):
+    return project_of(SUITE)
 
 
 def test_baselines_that_cannot_be_written_fail_the_session(suite):

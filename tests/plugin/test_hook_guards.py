@@ -11,12 +11,8 @@ def test_a(trt_engine, perf):
 
 
 @pytest.fixture
-def host(pytester, monkeypatch, tmp_path):
-    monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path / "empty-root"))
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makepyfile(test_suite=SUITE)
-    pytester.makefile(".toml", pyproject="[project]\nname = 'x'\n")
-    return pytester
+def host(project_of):
+    return project_of(SUITE)
 
 
 @pytest.mark.parametrize("hook, body, message", [

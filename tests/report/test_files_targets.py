@@ -15,12 +15,8 @@ def test_fast(trt_engine, perf):
 
 
 @pytest.fixture
-def suite(pytester, monkeypatch, tmp_path):
-    monkeypatch.setenv("PYTEST_JETSON_SYSROOT", str(tmp_path / "empty-root"))
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makepyfile(test_suite=SUITE)
-    pytester.makefile(".toml", pyproject="[project]\nname = 'x'\n")
-    return pytester
+def suite(project_of):
+    return project_of(SUITE)
 
 
 def run(pytester, *args):
