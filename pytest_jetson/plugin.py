@@ -39,6 +39,8 @@ BOUNDS_KEY = pytest.StashKey()
 RECORDER_KEY = pytest.StashKey()
 ERROR_KEY = pytest.StashKey()
 BUDGET_KEY = pytest.StashKey()
+#: the perf marks the stashed bounds were read from (``read_bounds``)
+MARKS_READ_KEY = pytest.StashKey()
 #: the session's tables: the built-in rows plus the plugins' (``_register_extensions``)
 BACKENDS_KEY = pytest.StashKey()
 SOURCES_KEY = pytest.StashKey()
@@ -528,7 +530,10 @@ def _mark_owner(node):
 
 
 def _parse_perf_marks(item):
+    """The bounds of ``item``'s perf marks as they stand now, and the nearest mark's budget (None
+    where no mark gives one). Raises BoundError for a malformed bound or conflicting marks."""
     marks = []
+    budget = None
     for node, mark in item.iter_markers_with_node("perf"):
         if mark.args:
             raise BoundError(
@@ -538,18 +543,40 @@ def _parse_perf_marks(item):
         kwargs = dict(mark.kwargs)
         if "budget" in kwargs:
             value = kwargs.pop("budget")
-            if BUDGET_KEY not in item.stash:  # the nearest mark's
+            if budget is None:  # the nearest mark's
                 try:
-                    item.stash[BUDGET_KEY] = check_budget(value, f"perf mark on {_mark_owner(node)}: budget")
+                    budget = check_budget(value, f"perf mark on {_mark_owner(node)}: budget")
                 except ConfigError as exc:
                     raise BoundError(str(exc)) from None
         marks.append((_mark_owner(node), kwargs))
     if not marks:
-        return []
+        return [], budget
     from .gate.bounds import parse_marks
 
     backends = item.config.stash.get(BACKENDS_KEY, None)
-    return parse_marks(marks, backends=backends.names() if backends is not None else None)
+    return parse_marks(marks, backends=backends.names() if backends is not None else None), budget
+
+
+def read_bounds(item):
+    """Read ``item``'s perf bounds from its marks as they stand now into its stash; again only
+    when a mark was added since (a conftest's ``pytest_collection_modifyitems``, or
+    ``request.applymarker`` in a fixture or the test). Raises BoundError as ``_parse_perf_marks``."""
+    marks = tuple(id(mark) for mark in item.iter_markers("perf"))
+    if item.stash.get(MARKS_READ_KEY, None) == marks:
+        return
+    for key in (BOUNDS_KEY, BUDGET_KEY):
+        if key in item.stash:
+            del item.stash[key]
+    bounds, budget = _parse_perf_marks(item)
+    if bounds:
+        item.stash[BOUNDS_KEY] = bounds
+    if budget is not None:
+        item.stash[BUDGET_KEY] = budget
+    item.stash[MARKS_READ_KEY] = marks  # (not after an error: it is raised at every read)
+
+
+def _bound_error(item, exc):
+    return f"{item.nodeid}:\n{exc}"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -565,12 +592,9 @@ def pytest_make_collect_report(collector):
         if not isinstance(item, pytest.Item):
             continue
         try:
-            bounds = _parse_perf_marks(item)
+            read_bounds(item)
         except BoundError as exc:
-            errors.append(f"{item.nodeid}:\n{exc}")
-            continue
-        if bounds:
-            item.stash[BOUNDS_KEY] = bounds
+            errors.append(_bound_error(item, exc))
     if errors:
         rep.outcome = "failed"
         rep.longrepr = "\n\n".join(errors)
@@ -697,8 +721,18 @@ class PerfSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
-        """Skip the tests whose ``jetson`` marks exclude this session's device: last, so that a
-        mark another plugin's or a conftest's hook added is read too."""
+        """Skip the tests whose ``jetson`` marks exclude this session's device, and read the perf
+        bounds again where marks were added: last, so that a mark another plugin's or a
+        conftest's hook added is read too. A malformed bound added there is a usage error with
+        the collection error's message."""
+        errors = []
+        for item in items:
+            try:
+                read_bounds(item)
+            except BoundError as exc:
+                errors.append(_bound_error(item, exc))
+        if errors:
+            raise pytest.UsageError("\n\n".join(errors))
         skip_excluded(self.ctx.device, items)
 
     # -- the family of comparisons ---------------------------------------------------------------
@@ -718,15 +752,13 @@ class PerfSession:
     def extension_for(self, item):
         """The ``extend`` factory of ``item``'s recorder: the first measurement of a test with
         relative bounds and a stored baseline grows until its comparisons decide."""
-        bounds = item.stash.get(BOUNDS_KEY, [])
-        if not any(b.relative for b in bounds):
-            return None
-        budget = item.stash.get(BUDGET_KEY, None)
 
         def factory(index):
-            if index != 0:
+            # the bounds as the test's marks stand when it measures (a mark may come later)
+            bounds = item.stash.get(BOUNDS_KEY, [])
+            if index != 0 or not any(b.relative for b in bounds):
                 return None
-            return self.gate().extension(self.key(item.nodeid), bounds, budget)
+            return self.gate().extension(self.key(item.nodeid), bounds, item.stash.get(BUDGET_KEY, None))
 
         return factory
 
@@ -752,6 +784,15 @@ class PerfSession:
             result.error = f"output check of {item.name}: {exc}"
 
     # -- per test --------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        """Read the bounds again if a fixture added a perf mark (``request.applymarker``), so
+        that the test's measurements extend for them; an error is reported after the body."""
+        try:
+            read_bounds(item)
+        except BoundError:
+            pass
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         """After the test body: check the perf bounds on what the test recorded. A failing bound
@@ -769,6 +810,13 @@ class PerfSession:
                 rep.longrepr = message
             return
         if call.when != "call":
+            return
+        try:
+            read_bounds(item)  # the final marks: the test body may have added one
+        except BoundError as exc:
+            if rep.passed or rep.skipped:
+                rep.outcome = "failed"
+                rep.longrepr = _bound_error(item, exc)
             return
         bounds = item.stash.get(BOUNDS_KEY, [])
         recorder = item.stash.get(RECORDER_KEY, None)
