@@ -7,7 +7,7 @@ can tell whether a run touched any baseline without loading the gate.
 
 import os
 from pathlib import Path, PurePath
-from typing import Any, Dict, List, Sequence
+from typing import Any, Container, Dict, List, Sequence, Tuple
 
 
 def module_of(nodeid: str) -> str:
@@ -35,14 +35,49 @@ def entry_keys(nodeid: str, names: Sequence[str]) -> List[str]:
     return keys
 
 
-def key_test(key: str) -> str:
-    """The node id a baseline key belongs to."""
-    return key.split("|", 1)[0]
+def split_key(key: str, known: Container[str] = ()) -> Tuple[str, str]:
+    """A baseline key's node id and measurement name ('' for a test's only measurement).
+
+    A ``|`` inside a parametrize id (``test_x[a|b]``) is part of the node id, not the separator:
+    the test's name ends at its first ``[`` or ``|``, and its parameters at the first ``]`` that
+    ends the key or is followed by ``|``. Where the node ids the key may belong to are ``known``
+    (a set of those a session collected), the longest that the key starts with decides, whatever its id
+    holds. Keys are written as they always were, so every stored file reads the same."""
+    if key in known:
+        return key, ""
+    cut = key.rfind("|")
+    while cut > 0 and known:
+        if key[:cut] in known:
+            return key[:cut], key[cut + 1:]
+        cut = key.rfind("|", 0, cut)
+    start = key.find("::")
+    if start < 0:
+        nodeid, _, label = key.partition("|")
+        return nodeid, label
+    name_end = len(key)
+    for i in range(start + 2, len(key)):
+        if key[i] in "[|":
+            name_end = i
+            break
+    if name_end == len(key) or key[name_end] == "|":
+        return key[:name_end], key[name_end + 1:]
+    end = key.find("]", name_end)
+    while end >= 0 and end + 1 < len(key) and key[end + 1] != "|":
+        end = key.find("]", end + 1)
+    if end < 0:  # no parameters' end: not a key this package wrote; read it as it was
+        nodeid, _, label = key.partition("|")
+        return nodeid, label
+    return key[:end + 1], key[end + 2:]
+
+
+def key_test(key: str, known: Container[str] = ()) -> str:
+    """The node id a baseline key belongs to (``split_key``)."""
+    return split_key(key, known)[0]
 
 
 def key_label(key: str) -> str:
     """The measurement part of a key ('' for a test's only measurement)."""
-    return key.split("|", 1)[1] if "|" in key else ""
+    return split_key(key)[1]
 
 
 def relative_to(path: str, root: Any) -> str:

@@ -181,8 +181,8 @@ class BaselineStore:
         out: Dict[Path, List[str]] = {}
         for path, keys in stale.items():
             keep = [k for k in keys
-                    if self.path_for(k) == Path(path) and key_test(k).split("::", 1)[0] in modules
-                    and key_test(k) not in collected]
+                    if self.path_for(k) == Path(path) and key_test(k, collected).split("::", 1)[0] in modules
+                    and key_test(k, collected) not in collected]
             if keep:
                 out[Path(path)] = keep
         return out

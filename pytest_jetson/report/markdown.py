@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import fileio
+from ..gate.keys import key_label
 from ..gate.verdict import outcome
 from ..provenance import commit_text
 from .counts import TestCounts, from_results
@@ -21,7 +22,7 @@ def _cell(text: Any) -> str:
 
 
 def _verdict_line(test: str, v: Any) -> str:
-    tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in v.measurement else ""
+    tag = f" [{key_label(v.measurement)}]" if key_label(v.measurement) else ""
     row = v.outcome_row
     return (f"| {test} | {_cell(subject(v))}{_cell(tag)} `{_cell(v.bound)}` | "
             f"{value_text(v.metric, v.value, v.ci)} | "

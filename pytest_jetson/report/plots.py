@@ -18,6 +18,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .. import fileio
 from ..errors import ConfigError
+from ..gate.keys import key_label
 
 #: the most bounds one comparison figure shows (the worst first); the title says how many more
 MAX_ROWS = 60
@@ -102,7 +103,7 @@ def _panels(series: Sequence[Any]) -> List[Tuple[str, str, float]]:
 
 def _tag(key: str) -> str:
     """A measurement's name within its test ('' for a test's only measurement)."""
-    return key.split("|", 1)[1] if "|" in key else ""
+    return key_label(key)
 
 
 def _latency_panel(ax: Any, result: Any) -> None:
@@ -211,7 +212,7 @@ def comparison(plt: Any, rows: Sequence[Tuple[str, Any]], path: Path, title: str
 
 def verdict_label(nodeid: str, v: Any) -> str:
     test = nodeid.split("::", 1)[-1]
-    tag = f" [{v.measurement.split('|', 1)[1]}]" if "|" in (v.measurement or "") else ""
+    tag = f" [{key_label(v.measurement)}]" if key_label(v.measurement or "") else ""
     stage = f"{v.stage}: " if getattr(v, "stage", None) is not None else ""
     return f"{test}{tag} {stage}{v.metric} ({v.bound})"
 

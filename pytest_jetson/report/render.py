@@ -11,6 +11,7 @@ import textwrap
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..gate import verdict as V
+from ..gate.keys import key_label
 from ..metrics import METRICS, format_percent, format_value
 
 RECORD_HINT = "record with --jetson-update-baselines"
@@ -255,7 +256,7 @@ def workload_notes(results: Sequence[Any]) -> List[str]:
 
 
 def _tag(v: V.Verdict) -> str:
-    return f"[{v.measurement.split('|', 1)[1]}] " if "|" in v.measurement else ""
+    return f"[{key_label(v.measurement)}] " if key_label(v.measurement) else ""
 
 
 def failure_section(result: Any, inconclusive: str = "pass") -> str:
@@ -359,7 +360,7 @@ def where_lines(result: Any, width: int = 100) -> List[str]:
     wrap = lambda text: textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False,  # noqa: E731
                                       break_long_words=False)
     for w in getattr(result, "where", None) or []:
-        tag = f"[{w.measurement.split('|', 1)[1]}] " if "|" in w.measurement else ""
+        tag = f"[{key_label(w.measurement)}] " if key_label(w.measurement) else ""
         if w.stages:
             out += wrap(f"{tag}stages: {where_text(w)} (mean time per call, against the baseline)")
         if w.layers is not None:
