@@ -360,11 +360,19 @@ def parse_marks(marks: Iterable[Tuple[str, Dict[str, Any]]],
 def merge(bounds: Sequence[Bound]) -> List[Bound]:
     """Drop duplicates; raise BoundError on a conflict (same stage, metric, kind, comparator and
     limits, different value). A lower and an upper bound on one metric are a range, not a
-    conflict."""
+    conflict, unless no value lies in it (``_empty_range``)."""
     out: List[Bound] = []
     for b in bounds:
         clash = next((o for o in out if o.key() == b.key()), None)
         if clash is None:
+            empty = next((o for o in out if _empty_range(o, b)), None)
+            if empty is not None:
+                low, high = (empty, b) if empty.comparator in (">=", ">") else (b, empty)
+                raise BoundError(
+                    f"perf marks contradict on {b.name}: {low.metric}={low.text!r} ({low.where or 'mark'}) "
+                    f"and {high.metric}={high.text!r} ({high.where or 'mark'}) leave no value that passes, "
+                    f"so every run would fail. Fix one of them: the lower bound must lie below the upper one."
+                )
             out.append(b)
             continue
         if clash.same_as(b):
@@ -374,3 +382,26 @@ def merge(bounds: Sequence[Bound]) -> List[Bound]:
             f"and {b.metric}={b.text!r} ({b.where or 'mark'}). Keep one of them, or make them equal."
         )
     return out
+
+
+def _overlap(a: Tuple[str, ...], b: Tuple[str, ...]) -> bool:
+    """Whether two limits (empty: all) share a device or backend."""
+    return not a or not b or bool(set(a) & set(b))
+
+
+def _empty_range(a: Bound, b: Bound) -> bool:
+    """Whether an absolute lower and upper bound on one thing, applying together on some device and
+    backend, admit no value (``>= 900000/s`` with ``<= 1/s``; ``> 5 ms`` with ``< 5 ms``)."""
+    if a.kind != "absolute" or b.kind != "absolute" or (a.stage, a.metric) != (b.stage, b.metric):
+        return False
+    if not (_overlap(a.devices, b.devices) and _overlap(a.backends, b.backends)):
+        return False
+    lower = [x for x in (a, b) if x.comparator in (">=", ">")]
+    upper = [x for x in (a, b) if x.comparator in ("<=", "<")]
+    if len(lower) != 1 or len(upper) != 1:
+        return False
+    low, high = lower[0], upper[0]
+    assert low.value is not None and high.value is not None
+    if math.isclose(low.value, high.value, rel_tol=1e-9, abs_tol=0.0):
+        return low.comparator == ">" or high.comparator == "<"
+    return low.value > high.value

@@ -1,5 +1,7 @@
 """The perf bound grammar: what users write, what it means, and what a typo says."""
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -121,3 +123,35 @@ def test_arbitrary_text_parses_or_raises_bound_error(text):
         bounds.parse("latency_p99", text)
     except BoundError:
         pass
+
+
+@pytest.mark.parametrize("low, high", [(">= 900000/s", "<= 1/s"), ("> 5/s", "< 5/s"), ("> 5/s", "<= 5/s")])
+def test_a_range_no_value_can_meet_is_an_error_naming_both(low, high):
+    for marks in ([("test_a", {"throughput": low}), ("module test_m.py", {"throughput": high})],
+                  [("test_a", {"throughput": high}), ("module test_m.py", {"throughput": low})]):
+        with pytest.raises(BoundError, match="contradict on throughput") as info:
+            bounds.parse_marks(marks)
+        assert low in str(info.value) and high in str(info.value) and "leave no value that passes" in str(info.value)
+
+
+@pytest.mark.parametrize("low, high, limits", [
+    (">= 5/s", "<= 5/s", ({}, {})),  # one value passes
+    (">= 900/s", "<= 1/s", ({"devices": "orin-nano"}, {"devices": "agx-orin"})),  # never together
+    (">= 900/s", "<= 1/s", ({"backends": "simulated"}, {"backends": "onnxruntime"})),
+])
+def test_a_range_with_room_or_bounds_that_never_meet_are_kept(low, high, limits):
+    merged = bounds.parse_marks([("test_a", dict(limits[0], throughput=low)),
+                                 ("module", dict(limits[1], throughput=high))])
+    assert len(merged) == 2
+
+
+@given(st.floats(0.001, 1e6), st.floats(0.001, 1e6), st.sampled_from([">=", ">"]), st.sampled_from(["<=", "<"]))
+def test_a_range_is_refused_exactly_when_no_value_meets_both(low, high, c_low, c_high):
+    marks = [("test_a", {"latency_mean": f"{c_low} {low!r} ms"}), ("module", {"latency_mean": f"{c_high} {high!r} ms"})]
+    same = math.isclose(low, high, rel_tol=1e-9)  # one value, as far as unit conversions tell
+    room = (low < high and not same) or (same and c_low == ">=" and c_high == "<=")
+    try:
+        bounds.parse_marks(marks)
+        assert room
+    except BoundError:
+        assert not room

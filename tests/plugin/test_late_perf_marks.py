@@ -88,3 +88,19 @@ def test_nothing(request):
 ''').runpytest("-p", "no:cacheprovider")
     r.assert_outcomes(passed=1, errors=1)
     r.stdout.fnmatch_lines(["*test_nothing has perf bounds but recorded no measurement*"])
+
+
+def test_a_range_no_value_can_meet_is_a_collection_error(project_of):
+    r = project_of('''
+import pytest
+
+pytestmark = pytest.mark.perf(throughput="<= 1/s")
+
+@pytest.mark.perf(throughput=">= 900000/s")
+def test_fast(trt_engine, perf):
+    perf.measure(trt_engine("resnet18"), duration="0.2s")
+''').runpytest("-p", "no:cacheprovider")
+    assert r.ret == pytest.ExitCode.INTERRUPTED
+    r.stdout.fnmatch_lines(["*ERROR collecting test_suite.py*", "test_suite.py::test_fast:",
+                            "perf marks contradict on throughput: throughput='>= 900000/s' (test_fast) and "
+                            "throughput='<= 1/s' (module test_suite.py) leave no value that passes*"])
