@@ -395,7 +395,7 @@ class GateSession:
             self.family.made = made
             if self.family.overrun:
                 lines.append(self.family.overrun)
-        where = outside_project(self.store.root, self.rootdir)
+        where = outside_project(self.store.root, self.rootdir, self.store.device)
         if where:
             lines.append(where)
         return lines

@@ -15,18 +15,33 @@ from .keys import baseline_path, key_test
 from .merge import metric_count
 
 
-def outside_project(root: Any, project: Any) -> Optional[str]:
-    """A warning when the baselines directory ``root`` lies outside ``project`` (None otherwise):
-    baselines belong to the code they gate, reviewed with it."""
-    r, p = Path(root).resolve(), Path(project).resolve()
-    try:
-        r.relative_to(p)
-        return None
-    except ValueError:
+def outside_project(root: Any, project: Any, device: Optional[str] = None) -> Optional[str]:
+    """A warning when the baselines directory ``root``, or its ``device`` directory (a link to
+    another place), lies outside ``project`` (None otherwise): baselines belong to the code they
+    gate, reviewed with it."""
+    p = Path(project).resolve()
+    for d in (Path(root),) + ((Path(root) / device,) if device else ()):
+        r = d.resolve()
+        try:
+            r.relative_to(p)
+            continue
+        except ValueError:
+            pass
+        if d.is_symlink():
+            shown = d
+            for base in (Path(project), p):
+                try:
+                    shown = d.relative_to(base)
+                    break
+                except ValueError:
+                    pass
+            return (f"the baselines directory {shown.as_posix()} is a link to {r}, outside the project {p}: baselines "
+                    f"written there are not reviewed and versioned with the code they gate; replace the "
+                    f"link with a directory, or ignore this if a shared directory is intended")
         return (f"the baselines directory {r} lies outside the project {p}: baselines are reviewed "
                 f"and versioned with the code they gate; keep them inside it (--jetson-baselines "
                 f"baselines), or ignore this if a shared directory is intended")
-
+    return None
 
 
 @dataclass
