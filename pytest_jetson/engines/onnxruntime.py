@@ -91,9 +91,6 @@ class OnnxRuntimeEngine(Engine):
                 f"{self.name}: {str(self.path)!r} has a fixed batch of {fixed}; open it with "
                 f"batch={fixed} or export the ONNX with a dynamic batch dimension"
             )
-        dims = onnx_dims(self.path, where)
-        self.inputs = shape_inputs(self.inputs, dims, self.batch, input_shape, self.name, required=True)
-        self._input_ranges = dynamic_ranges(dims)
         if self.precision != "fp32" and self.precision not in _warned_precision:
             _warned_precision.add(self.precision)
             warnings.warn(
@@ -119,6 +116,10 @@ class OnnxRuntimeEngine(Engine):
                 f"{self.name}: onnxruntime rejected {str(self.path)!r}: {exc}; check the file with "
                 "`python -m onnx.checker` or re-export it"
             ) from None
+        _check_no_empty_input(self.session, self.name, self.path)
+        dims = onnx_dims(self.path, where)
+        self.inputs = shape_inputs(self.inputs, dims, self.batch, input_shape, self.name, required=True)
+        self._input_ranges = dynamic_ranges(dims)
         #: the inputs ``infer`` runs on, made once per batch
         self._made: Dict[int, Dict[str, np.ndarray]] = {}
         self._output_names = [o.name for o in self.session.get_outputs()]
@@ -173,7 +174,12 @@ class OnnxRuntimeEngine(Engine):
         return self._run(feeds, batch)
 
     def _run(self, feeds: Dict[str, np.ndarray], batch: int) -> Dict[str, np.ndarray]:
-        values = self.session.run(self._output_names, feeds)
+        try:
+            values = self.session.run(self._output_names, feeds)
+        except MemoryError:
+            raise
+        except Exception as exc:  # onnxruntime's own Fail/InvalidArgument/RuntimeException types
+            raise EngineError(_run_failed(self.session, self.name, feeds, exc)) from None
         return dict(zip(self._output_names, values))
 
     def close(self) -> None:
@@ -181,6 +187,37 @@ class OnnxRuntimeEngine(Engine):
             self.session = None
             self._made.clear()
         super().close()
+
+
+def _shape_text(shape: Any) -> str:
+    """A shape as the messages write it: ``?x3xHxW`` (a name for a symbolic dimension, ? unknown)."""
+    return "x".join("?" if d is None else str(d) for d in shape) if shape else "a scalar"
+
+
+def _check_no_empty_input(session: Any, name: str, path: Path) -> None:
+    """An input the model fixes at 0 in some dimension holds no elements: nothing can run on it
+    (onnxruntime would say so at the first run, in its own words)."""
+    for node in session.get_inputs():
+        shape = list(node.shape or [])
+        zero = [i for i, d in enumerate(shape) if isinstance(d, int) and not isinstance(d, bool) and d == 0]
+        if zero:
+            which = "the batch" if zero[0] == 0 else f"dimension {zero[0]}"
+            raise ModelError(
+                f"{name}: input {node.name!r} of {str(path)!r} has {which} fixed at 0 "
+                f"({_shape_text(shape)}): a tensor with no elements, which nothing can be measured on; "
+                "re-export the model with that dimension sized, or dynamic (then sized by batch= or "
+                "input_shape=)")
+
+
+def _run_failed(session: Any, name: str, feeds: Dict[str, np.ndarray], exc: Exception) -> str:
+    """onnxruntime's refusal to run, in one line that names the inputs given and those the model
+    declares, and the fix."""
+    given = ", ".join(f"{k} {_shape_text(v.shape)} ({v.dtype})" for k, v in feeds.items())
+    declared = ", ".join(f"{n.name} {_shape_text(n.shape)}" for n in session.get_inputs())
+    said = " ".join(str(exc).split()) or type(exc).__name__
+    return (f"{name}: onnxruntime could not run the model on {given or 'no inputs'}: {said}; the model "
+            f"declares {declared}: open the engine with a batch= and input_shape= the model accepts (its "
+            f"named dimensions must also fit each other), or re-export it")
 
 
 def _precision(args: Dict[str, Any]) -> str:
