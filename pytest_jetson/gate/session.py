@@ -249,8 +249,9 @@ class GateSession:
                 v.measurement, v.test = key, nodeid
                 result.verdicts.append(v)
             self._where(result, key, m, ref, fp)
-            if load_error is None:
-                self._stage(result, key, m, fp, stored.get(key))
+            # staged even where its file could not be read: the flush then names that file among
+            # those it could not write, and never writes over it
+            self._stage(result, key, m, fp, stored.get(key))
         _mark_recorded(result)
         return result
 
