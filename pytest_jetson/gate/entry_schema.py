@@ -12,8 +12,21 @@ FIX_UNREADABLE = ("restore it from version control (git checkout -- {path}), or 
                   "re-record with --jetson-update-baselines")
 
 
+#: Larger than any figure a measurement gives in the plugin's units (bytes, seconds, watts, joules,
+#: items/s): a value beyond it is damage, and would overflow the gate's arithmetic further on.
+MAX_VALUE = 1e15
+#: Upper limits of the statistics stored beside a value. A standard error of the log above 10
+#: would be a spread of e**10; no run has more than a trillion iterations.
+LIMITS = {"se_log": 10.0, "between": 10.0, "df": 1e12, "n": 1e12, "runs": 1e9, "confidence": 1.0}
+
+
 def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(float(x)) and abs(x) <= MAX_VALUE
+    except OverflowError:
+        return False
 
 
 def _type(x: Any) -> str:
@@ -64,14 +77,14 @@ def _check_metric(at: str, m: Any, schema: int, bad: _Complaint) -> None:
     if not isinstance(m, dict):
         raise bad(at + "the entry", "an object with 'value'", m)
     if not _number(m.get("value")):
-        raise bad(at + "'value'", "a finite number", m.get("value"))
-    if not _whole(m.get("n", 1)):
-        raise bad(at + "'n'", "a whole number >= 1", m.get("n", 1))
+        raise bad(at + "'value'", f"a finite number of magnitude at most {MAX_VALUE:g}", m.get("value"))
+    for f in ("n", "runs"):
+        if not _whole(m.get(f, 1)) or m.get(f, 1) > LIMITS[f]:
+            raise bad(at + f"'{f}'", f"a whole number from 1 to {LIMITS[f]:g}", m.get(f, 1))
     for f in ("se_log", "df", "between", "mean", "median", "stdev", "confidence"):
-        if m.get(f) is not None and (not _number(m[f]) or m[f] < 0):
-            raise bad(at + f"'{f}'", "a number >= 0 or null", m[f])
-    if not _whole(m.get("runs", 1)):
-        raise bad(at + "'runs'", "a whole number >= 1", m.get("runs", 1))
+        top = LIMITS.get(f, MAX_VALUE)
+        if m.get(f) is not None and (not _number(m[f]) or not 0 <= m[f] <= top):
+            raise bad(at + f"'{f}'", f"a number from 0 to {top:g}, or null", m[f])
     ci = m.get("ci")
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_number(v) for v in ci)):
         raise bad(at + "'ci'", "null or a list of two numbers [low, high]", ci)

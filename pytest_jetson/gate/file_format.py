@@ -32,15 +32,10 @@ from typing import Any, Dict, List
 
 from ..errors import BaselineError
 from .entry_schema import FIX_UNREADABLE, validate_entry
-from .safe_read import read_text
+from .safe_read import JSONProblem, loads, read_text
 
 SCHEMA = 2
 READS = (1, 2)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
 
 
 def read_file(path: Path) -> Dict[str, Any]:
@@ -54,16 +49,19 @@ def read_file(path: Path) -> Dict[str, Any]:
     if not text.strip():
         raise BaselineError(f"baseline file {path} is empty (truncated?); {fix}")
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = loads(text)
     except RecursionError:
         raise BaselineError(f"baseline file {path} is nested too deeply to be a baseline (a baseline "
                             f"is 4 levels deep); {fix}") from None
-    except ValueError as exc:
+    except JSONProblem as exc:
         if "JSON allows" in str(exc):
             raise BaselineError(
                 f"baseline file {path} holds NaN or Infinity ({exc}), which no measurement "
                 f"produces; {fix}") from None
-        raise BaselineError(f"baseline file {path} is not valid JSON (truncated or edited?): {exc}; {fix}") from None
+        if str(exc).startswith("not valid JSON"):
+            raise BaselineError(f"baseline file {path} is not valid JSON (truncated or edited?): "
+                                f"{str(exc)[len('not valid JSON: '):]}; {fix}") from None
+        raise BaselineError(f"baseline file {path}: {exc}; {fix}") from None
     if not isinstance(doc, dict) or "entries" not in doc or "schema" not in doc:
         raise BaselineError(
             f"baseline file {path} is not a pytest-jetson baseline (expected an object with "

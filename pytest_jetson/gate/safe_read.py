@@ -1,16 +1,64 @@
 """Reading a baseline file that may be anything: a FIFO, a device, a directory, a huge file, a path
 through a file where a directory should be. Each is a ``BaselineError`` naming the file and the
-fix; nothing blocks and no device is read."""
+fix; nothing blocks and no device is read. ``loads`` parses what was read as strictly as the plugin
+writes it: a key twice, NaN, a number too large for a float or an integer of more digits than any
+count are refused rather than resolved last-wins or carried into arithmetic that overflows later."""
 
+import json
 import os
 import stat
 from pathlib import Path
-from typing import Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import BaselineError
 from ..fileio import file_kind
 
 MAX_BYTES = 64 * 1024 * 1024
+#: No count or figure the plugin writes has more digits (2**63 has 19).
+MAX_INT_DIGITS = 19
+
+
+class JSONProblem(ValueError):
+    """Why a text is not JSON as the plugin writes it (the caller names the file)."""
+
+
+def _pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise JSONProblem(f"the key {k!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise JSONProblem(f"a {len(text.lstrip('-'))}-digit integer ({text[:12]}...) is larger than any "
+                          f"count or figure")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    x = float(text)
+    if x in (float("inf"), float("-inf")):
+        raise JSONProblem(f"{text[:24]} is too large for a number")
+    return x
+
+
+def _constant(name: str) -> Any:
+    raise JSONProblem(f"{name} is not a number JSON allows")
+
+
+def loads(text: str) -> Any:
+    """``text`` as JSON, strictly; JSONProblem (a ValueError) saying what is wrong, RecursionError
+    for nesting deeper than Python's stack."""
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
+                          parse_constant=_constant)
+    except JSONProblem:
+        raise
+    except ValueError as exc:
+        raise JSONProblem(f"not valid JSON: {exc}") from None
 
 
 def blocking_component(path: Path) -> Optional[Path]:
@@ -26,8 +74,11 @@ def blocking_component(path: Path) -> Optional[Path]:
     return None
 
 
-def read_text(path: Path, fix: str) -> Optional[str]:
-    """The file's text; None when it does not exist. Never blocks on a FIFO, never reads a device."""
+def read_text(path: Path, fix: str, what: str = "baseline file",
+              kind: str = "a JSON file written by --jetson-update-baselines",
+              max_bytes: int = MAX_BYTES) -> Optional[str]:
+    """The file's text; None when it does not exist. Never blocks on a FIFO, never reads a device.
+    ``what`` names the file in messages; ``kind`` says what the file should have been."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(str(path), flags)
@@ -35,26 +86,27 @@ def read_text(path: Path, fix: str) -> Optional[str]:
         return None
     except NotADirectoryError:
         block = blocking_component(path)
+        layout = " (baselines are <root>/<device>/<module>.json)" if what == "baseline file" else ""
         raise BaselineError(
-            f"baseline file {path} cannot be read: {block or 'a parent'} is a file where a directory "
-            f"should be; move that file away (baselines are <root>/<device>/<module>.json)") from None
+            f"{what} {path} cannot be read: {block or 'a parent'} is a file where a directory "
+            f"should be; move that file away{layout}") from None
     except IsADirectoryError:
-        raise BaselineError(f"baseline file {path} is a directory where a file should be; remove or "
+        raise BaselineError(f"{what} {path} is a directory where a file should be; remove or "
                             f"rename the directory") from None
     except OSError as exc:
-        raise BaselineError(f"baseline file {path} cannot be read ({exc.strerror or exc}); {fix}") from None
+        raise BaselineError(f"{what} {path} cannot be read ({exc.strerror or exc}); {fix}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            what = file_kind(st.st_mode) or "not a regular file"
-            where = "a directory where a file should be" if what == "a directory" else what
+            ftype = file_kind(st.st_mode) or "not a regular file"
+            where = "a directory where a file should be" if ftype == "a directory" else ftype
             link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
             raise BaselineError(
-                f"baseline file {path} is {where}{link}, not a baseline file; remove it (a baseline "
-                f"is a JSON file written by --jetson-update-baselines)")
-        if st.st_size > MAX_BYTES:
-            raise BaselineError(f"baseline file {path} is {st.st_size} bytes, more than any baseline "
-                                f"({MAX_BYTES} at most); {fix}")
+                f"{what} {path} is {where}{link}, not a {what}; remove it or pass "
+                f"{kind}")
+        if st.st_size > max_bytes:
+            raise BaselineError(f"{what} {path} is {st.st_size} bytes, more than any {what} "
+                                f"({max_bytes} bytes at most); {fix}")
         chunks = []
         total = 0
         while True:
@@ -62,15 +114,15 @@ def read_text(path: Path, fix: str) -> Optional[str]:
             if not chunk:
                 break
             total += len(chunk)
-            if total > MAX_BYTES:
-                raise BaselineError(f"baseline file {path} is larger than any baseline; {fix}")
+            if total > max_bytes:
+                raise BaselineError(f"{what} {path} is larger than any {what}; {fix}")
             chunks.append(chunk)
     except OSError as exc:
-        raise BaselineError(f"baseline file {path} cannot be read ({exc.strerror or exc}); {fix}") from None
+        raise BaselineError(f"{what} {path} cannot be read ({exc.strerror or exc}); {fix}") from None
     finally:
         os.close(fd)
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BaselineError(f"baseline file {path} is not UTF-8 text ({exc}); {fix}") from None
+        raise BaselineError(f"{what} {path} is not JSON (binary content); {fix}") from None
 

@@ -72,6 +72,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
+from ..gate.safe_read import JSONProblem, loads, read_text
 from ..gate.session import TestResult
 from ..options import REPORTED_FIELDS
 from .counts import TestCounts, from_results
@@ -79,6 +80,8 @@ from .render import message
 
 KIND = "pytest-jetson-report"
 SCHEMA = 1
+#: Reports keep every sample only on request; even then a suite's report stays well under this.
+MAX_REPORT_BYTES = 1 << 30
 
 SETTINGS_FIELDS = REPORTED_FIELDS
 
@@ -128,24 +131,26 @@ def write(path: Union[str, Path], report: Dict[str, Any]) -> Path:
 
 
 def load(path: Union[str, Path]) -> Dict[str, Any]:
-    """Read a report; BaselineError naming the file and the fix when it is not one."""
+    """Read a report; BaselineError naming the file and the fix when it is not one. A FIFO, a
+    device or a link to one is refused unread; numbers are read as strictly as baselines."""
     path = Path(path)
     if path.is_dir():
         raise BaselineError(f"report {path} is a directory; pass the JSON file written by "
                             f"--jetson-report-json (e.g. {path / 'report.json'})")
+    fix = f"re-create it with pytest --jetson-report-json {path}"
+    text = read_text(path, fix, what="report", kind="the JSON file written by --jetson-report-json",
+                     max_bytes=MAX_REPORT_BYTES)
+    if text is None:
+        raise BaselineError(f"report {path} does not exist; write one with pytest --jetson-report-json {path}")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(f"report {path} does not exist; write one with pytest --jetson-report-json {path}") from None
-    except UnicodeDecodeError:
-        raise BaselineError(f"report {path} is not JSON (binary content); pass the file written by "
-                            f"--jetson-report-json") from None
-    except OSError as exc:
-        raise BaselineError(f"report {path} cannot be read ({exc.strerror or exc}); pass the file "
-                            f"written by --jetson-report-json") from None
-    except ValueError as exc:
-        raise BaselineError(f"report {path} is not valid JSON ({exc}); re-create it with "
-                            f"pytest --jetson-report-json {path}") from None
+        doc = loads(text)
+    except RecursionError:
+        raise BaselineError(f"report {path} is nested too deeply to be a report; {fix}") from None
+    except JSONProblem as exc:
+        why = str(exc)
+        if why.startswith("not valid JSON: "):
+            raise BaselineError(f"report {path} is not valid JSON ({why[16:]}); {fix}") from None
+        raise BaselineError(f"report {path} is not a report as pytest-jetson writes it ({why}); {fix}") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise BaselineError(f"{path} is not a pytest-jetson report (no \"kind\": \"{KIND}\"); "
                             f"write one with pytest --jetson-report-json {path}")

@@ -270,8 +270,8 @@ GOOD = {"value": 1.0, "n": 10, "se_log": 0.01, "df": 9}
 @pytest.mark.parametrize("field, value, fragment", [
     ("n", "ten", "'n' must be a whole number"),
     ("n", 2.5, "'n' must be a whole number"),
-    ("se_log", "small", "'se_log' must be a number >= 0 or null"),
-    ("se_log", [0.1], "'se_log' must be a number >= 0 or null"),
+    ("se_log", "small", "'se_log' must be a number from 0 to 10, or null"),
+    ("se_log", [0.1], "'se_log' must be a number from 0 to 10, or null"),
     ("ci", [1, "x"], "'ci' must be null or a list of two numbers"),
     ("ci", 3, "'ci' must be null or a list of two numbers"),
     ("sample", 5, "'sample' must be null or the name of a sample"),

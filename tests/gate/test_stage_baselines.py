@@ -129,7 +129,7 @@ GOOD_METRIC = {"value": 0.004, "n": 100, "se_log": 0.001, "df": 9}
     ({"post": {"samples": {}}}, "stage 'post': 'metrics' must be an object of metric name to numbers, got None"),
     ({"post": {"metrics": []}}, "stage 'post': 'metrics' must be an object"),
     ({"post": {"metrics": {"latency_mean": {"value": "fast"}}}},
-     "stage 'post': metric 'latency_mean': 'value' must be a finite number, got 'fast' (str)"),
+     "stage 'post': metric 'latency_mean': 'value' must be a finite number of magnitude at most 1e+15, got 'fast' (str)"),
     ({"post": {"metrics": {"latency_mean": dict(GOOD_METRIC, n=0)}}}, "stage 'post': metric 'latency_mean': 'n'"),
     ({"post": {"metrics": {"latency_mean": GOOD_METRIC}, "samples": [1]}},
      "stage 'post': 'samples' must be an object of sample name to a list of numbers"),
