@@ -7,6 +7,7 @@ items (batch x iterations) per second of the measurement window.
 """
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
@@ -18,6 +19,24 @@ from ..telemetry.series import Series
 from ..telemetry.summary import TelemetrySummary
 
 SCHEMA_VERSION = 1
+#: Larger than any duration, count or figure a measurement holds: a file saying more is damaged.
+MAX_FIGURE = 1e15
+
+
+def _figure(x: Any, what: str, whole: bool = False) -> Any:
+    """``x`` as read from a file, checked: a finite number within MAX_FIGURE (a whole one where
+    ``whole``); ValueError naming ``what`` otherwise."""
+    ok = isinstance(x, numbers.Real) and not isinstance(x, bool) and (not whole or isinstance(x, numbers.Integral))
+    if not ok or not math.isfinite(x) or abs(x) > MAX_FIGURE:
+        raise ValueError(f"{what} must be a finite {'whole ' if whole else ''}number of magnitude at most "
+                         f"{MAX_FIGURE:g}, got {x!r}")
+    return x
+
+
+def _figures(xs: Any, what: str) -> List[float]:
+    if not isinstance(xs, list):
+        raise ValueError(f"{what} must be a list of numbers, got {type(xs).__name__}")
+    return [float(_figure(x, what)) for x in xs]
 
 
 def _percentile(values: np.ndarray, q: float) -> Optional[float]:
@@ -296,20 +315,25 @@ class Measurement:
             tele = TelemetrySummary.from_dict(tele)
         extra = dict(d.get("extra", {}))
         series = extra.pop("telemetry_series", None)
+        for name, value in (d.get("summary") or {}).items():  # recomputed, but never trusted damaged
+            for part in (value.values() if isinstance(value, dict) else [value]):  # a Spread: min, mean, max
+                if part is not None:
+                    _figure(part, f"summary {name!r}")
+        device = d.get("device_latencies")
         return dict(
             name=d["name"],
-            batch=int(d["batch"]),
-            latencies=[float(x) for x in d.get("latencies", [])],
-            duration=float(d["duration"]),
-            items=int(d["items"]),
+            batch=int(_figure(d["batch"], "'batch'", whole=True)),
+            latencies=_figures(d.get("latencies", []), "'latencies'"),
+            duration=float(_figure(d["duration"], "'duration'")),
+            items=int(_figure(d["items"], "'items'", whole=True)),
             clock=d.get("clock", "wall"),
             backend=d.get("backend", ""),
             model=d.get("model", ""),
             precision=d.get("precision", ""),
             stable=d.get("stable"),
-            windows=[float(x) for x in d.get("windows", [])],
+            windows=_figures(d.get("windows", []), "'windows'"),
             host_overhead=d.get("host_overhead"),
-            device_latencies=d.get("device_latencies"),
+            device_latencies=None if device is None else _figures(device, "'device_latencies'"),
             engine_memory=d.get("engine_memory"),
             telemetry=tele,
             environment=dict(d.get("environment", {})),
