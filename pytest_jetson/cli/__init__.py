@@ -61,6 +61,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except JetsonError as exc:
         print(f"pytest-jetson {name}: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file the user named that cannot be read or written: say which, no traceback
+        print(f"pytest-jetson {name}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

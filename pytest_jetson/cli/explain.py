@@ -12,7 +12,6 @@ Exit status: 0, or 2 for unreadable input or a filter that matches nothing.
 """
 
 import argparse
-import json
 import re
 import sys
 import textwrap
@@ -24,7 +23,9 @@ from ..engines.layer_profile import LayerProfile, structure
 from ..errors import BaselineError
 from ..gate.attribution import LayerWhere, layer_where
 from ..gate.file_format import read_file
+from ..gate.safe_read import loads, read_text
 from ..report import jsonreport, trex
+from ..report.jsonreport import MAX_REPORT_BYTES
 from ..report.render import layer_texts
 from ..report.text import Column, table
 from .compare import width
@@ -52,11 +53,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _measurements(doc: Dict[str, Any]) -> List[Tuple[str, str, Dict[str, Any], Optional[str]]]:
+def _measurements(doc: Dict[str, Any], path: Any = "the report") -> List[Tuple[str, str, Dict[str, Any], Optional[str]]]:
     """(nodeid, key, measurement dict, baseline file) of every measurement of a report."""
     out = []
     for t in doc.get("tests") or []:
+        if not isinstance(t, dict) or not isinstance(t.get("measurements") or [], list):
+            raise _Usage(f"a test of {path} is not a test as --jetson-report-json "
+                         f"writes it ({str(t)[:60]}); re-create the report")
         for m in t.get("measurements") or []:
+            if not isinstance(m, dict):
+                raise _Usage(f"test {t.get('nodeid', '?')}: a measurement of {path} "
+                             f"is not an object; re-create the report")
             out.append((str(t.get("nodeid", "")), str(m.get("key") or t.get("nodeid", "")), m,
                         t.get("baseline_file")))
     return out
@@ -70,9 +77,10 @@ def _profile(m: Dict[str, Any]) -> Optional[LayerProfile]:
 def _load_base(path: str) -> Tuple[str, Dict[str, Any]]:
     """("report", doc) or ("baseline", doc) for ``path``."""
     try:
-        head = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        head = None
+        head = loads(read_text(Path(path), "pass a report or a baseline file", what="file",
+                               kind="a report or a baseline file", max_bytes=MAX_REPORT_BYTES) or "null")
+    except (BaselineError, ValueError, RecursionError) as exc:
+        raise _Usage(str(exc)) from None
     if isinstance(head, dict) and head.get("kind") == jsonreport.KIND:
         return "report", jsonreport.load(path)
     if isinstance(head, dict) and "entries" in head:
@@ -89,7 +97,7 @@ class _Bases:
         self.label = base or ""
         self.root = root
         self.files: Dict[str, Dict[str, Any]] = {}
-        self.profiles = {key: m for _, key, m, _ in _measurements(self.doc)} if self.kind == "report" else {}
+        self.profiles = {key: m for _, key, m, _ in _measurements(self.doc, base)} if self.kind == "report" else {}
 
     def structure(self, key: str, baseline_file: Optional[str]) -> Tuple[Optional[Dict[str, Any]], str]:
         """The baseline structure for ``key`` and where it came from (or why there is none)."""
@@ -175,7 +183,7 @@ def _stem(key: str) -> str:
 def explain(args: argparse.Namespace, out: Any) -> int:
     doc = jsonreport.load(args.report)
     bases = _Bases(args.base, Path.cwd())
-    chosen = [m for m in _measurements(doc)
+    chosen = [m for m in _measurements(doc, args.report)
               if args.select is None or args.select.lower() in (m[0] + " " + m[1]).lower()]
     if not chosen:
         raise _Usage(f"no measurement of {args.report} matches -k {args.select!r}" if args.select else

@@ -25,8 +25,9 @@ from ..report.text import natural_key
 from .compare import width
 
 
-def _expand(paths: Sequence[Path]) -> List[Path]:
-    """Files as given; a directory stands for the JSON reports in it (sorted naturally)."""
+def _expand(paths: Sequence[Path], found_in_dirs: List[Path]) -> List[Path]:
+    """Files as given; a directory stands for the JSON reports in it (sorted naturally), which are
+    also added to ``found_in_dirs``."""
     out: List[Path] = []
     for p in paths:
         if p.is_dir() and not list(p.glob("*.json")) and [f for f in p.iterdir() if history_store.is_store(f)]:
@@ -37,18 +38,28 @@ def _expand(paths: Sequence[Path]) -> List[Path]:
                 raise FileNotFoundError(f"{p} is a directory with no .json report in it; pass the reports "
                                         f"written by --jetson-report-json")
             out += found
+            found_in_dirs += found
         else:
             out.append(p)
     return out
 
 
-def _load(paths: Sequence[Path]) -> List[Any]:
-    """The runs of the reports and history stores, oldest first."""
+def _load(paths: Sequence[Path], optional: Sequence[Path] = ()) -> List[Any]:
+    """The runs of the reports and history stores, oldest first; JSON files in ``optional`` that
+    are no report are left out with a note."""
     stores = [p for p in paths if history_store.is_store(p)]
     reports = [p for p in paths if p not in stores]
-    runs = run_history.load(reports) if reports else []
+    skipped: List[Path] = []
+    runs = run_history.load(reports, optional, skipped) if reports else []
+    if skipped:
+        names = ", ".join(p.name for p in skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        print(f"note: left out {len(skipped)} JSON file(s) that are not pytest-jetson reports: {names}",
+              file=sys.stderr)
     for store in stores:
         runs += history_store.load(store)
+    if not runs and skipped and not stores:
+        raise HistoryError(f"none of the {len(skipped)} JSON file(s) given is a pytest-jetson report; pass "
+                           f"the reports written by --jetson-report-json")
     if not runs:
         raise HistoryError(f"{', '.join(map(str, stores))}: no run stored yet; append runs with "
                            f"pytest --jetson-history {stores[0] if stores else 'PATH'}")
@@ -147,7 +158,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         min_change = _min_change(args)
-        runs = _load(_expand(args.reports))
+        in_dirs: List[Path] = []
+        runs = _load(_expand(args.reports, in_dirs), in_dirs)
     except (_Usage, BaselineError, HistoryError, FileNotFoundError) as exc:
         sys.stderr.write(f"pytest-jetson history: {exc}\n")
         return 2

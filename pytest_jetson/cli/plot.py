@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from .. import fileio
 from ..report.figures import Point, draw, iter_measurements, load_report, run_names
 from ..report.model_filter import check_known, matches, models_of
 from ..report.plots import pyplot
@@ -25,6 +26,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="only the measurements of this model: a zoo name or an .onnx path (repeatable)")
     args = parser.parse_args(argv)
     pyplot("plots need")  # a missing matplotlib is said before any report is read
+    if args.out.exists() and not args.out.is_dir():
+        raise fileio.UnsafeTarget(args.out, "is not a directory; --out names the directory the figures "
+                                            "are written into: give a new or existing directory")
     runs = run_names(args.reports)
     docs = [load_report(path) for path in args.reports]
     points: List[Point] = []

@@ -7,6 +7,7 @@ import sys
 import textwrap
 from typing import Any, Dict, List, Optional
 
+from .. import fileio
 from ..devices import catalog
 from ..errors import JetsonError
 from ..report.text import Column, table
@@ -118,7 +119,7 @@ def main(argv: Optional[List[str]] = None) -> int:
              f"{best['throughput']:.1f} items/s, {best['power']:.2f} W")
         rc = 0
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"device": res.meta["device"], "model": res.meta["model"], "notes": res.notes,
-                       "rows": rows, "pareto": front, "best": best}, fh, indent=1)
+        doc = {"device": res.meta["device"], "model": res.meta["model"], "notes": res.notes,
+               "rows": rows, "pareto": front, "best": best}
+        fileio.write_atomic(args.json, json.dumps(doc, indent=1) + "\n")  # never a FIFO, a device or a directory
     return rc

@@ -16,7 +16,9 @@ locked, a file that is not a store or is damaged, and a store of a newer schema 
 import datetime as _dt
 import json
 import math
+import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -58,8 +60,11 @@ class HistoryError(JetsonError):
 
 
 def is_store(path: Union[str, Path]) -> bool:
-    """Whether ``path`` is an SQLite file (a store, or something else kept in SQLite)."""
+    """Whether ``path`` is an SQLite file (a store, or something else kept in SQLite). Only a
+    regular file is opened: a FIFO would block, a device would be read."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as fh:
             return fh.read(len(MAGIC)) == MAGIC
     except OSError:

@@ -104,16 +104,24 @@ def env_text(env: Tuple[str, str, str, str]) -> str:
     return f"{where} ({how})"
 
 
-def load(paths: Sequence[Path]) -> List[Run]:
+def load(paths: Sequence[Path], optional: Sequence[Path] = (), skipped: Optional[List[Path]] = None) -> List[Run]:
     """The reports as runs, oldest first; an unreadable one or mixed schema versions is a
-    BaselineError naming the file."""
+    BaselineError naming the file. Files in ``optional`` (found in a directory, not named) that are
+    JSON but no report at all are left out and listed in ``skipped``."""
     if not paths:
         raise BaselineError("history needs JSON reports (from --jetson-report-json), oldest to newest")
     runs = []
     stems = [Path(p).stem for p in paths]
     for i, path in enumerate(paths):
         path = Path(path)
-        doc = load_report(path)
+        try:
+            doc = load_report(path)
+        except BaselineError as exc:
+            if path not in optional or "is not a pytest-jetson report" not in str(exc):
+                raise
+            if skipped is not None:
+                skipped.append(path)
+            continue
         name = path.stem if stems.count(path.stem) == 1 else Path(*path.parts[-2:]).with_suffix("").as_posix()
         runs.append(Run(path=path, name=name, created=str(doc.get("created") or ""), doc=doc, order=i,
                         results=results(doc, path)))
