@@ -51,6 +51,8 @@ FINGERPRINT: Dict[str, str] = {
     "backend": "environment", "fan_profile": "environment",
     "model": "workload", "precision": "workload", "batch": "workload", "resolution": "workload",
     "accelerator": "workload", "processes": "workload",
+    # the measured model file's content: a cached or user ONNX replaced under the same name
+    "model_sha256": "workload",
 }
 ENVIRONMENT_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "environment")
 WORKLOAD_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "workload")
