@@ -21,13 +21,13 @@ value; the verdict carries its interval.
 
 **What a baseline is compared on** (``FINGERPRINT``, one table): the *environment* (where it ran:
 board, power mode, clocks, JetPack, TensorRT, simulated or real, backend, and the fields plugins
-and the host add) must match, or the bound is not compared (``env_mismatch``, unless ``--jetson-
-allow-env-mismatch``). The *workload* (what ran: model, precision, batch, input resolution,
-accelerator, processes, the sha256 of the model file measured) may differ: a changed workload under
-one test id is a change to gate, so the bound is compared and decided as usual and the verdict
-names what changed (``workload_diffs``: "precision fp16 -> fp32: throughput 53% worse"). A workload
-field that one side does not record (a baseline written before the field existed) is unknown, not a
-change.
+and the host add) must match, or the bound is not compared (``env_mismatch``, unless
+``--jetson-allow-env-mismatch``). The *workload* (what ran: model, precision, batch, input
+resolution, accelerator, processes, the sha256 of the model file measured) may differ: a changed
+workload under one test id is a change to gate, so the bound is compared and decided as usual and
+the verdict names what changed (``workload_diffs``: "precision fp16 -> fp32: throughput 53%
+worse"). A workload field that one side does not record (a baseline written before the field
+existed) is unknown, not a change.
 
 Bounds limited to other devices or backends, and metrics this backend or device cannot measure,
 are skipped with the reason (``gate.scope``).
