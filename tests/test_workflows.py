@@ -1,9 +1,11 @@
 """The workflows and the composite action, read as YAML, keep the rules a team adopting them relies
 on: no pull_request_target or workflow_run job that runs checked-out code, no write permission
 where a fork's code runs, no untrusted expression spliced into a shell, every action pinned by
-commit, board jobs queued per runner (never cancelled by another pull request), the board matrix
-read from the inventory, and the inventory's labels known to actionlint. Each rule is also shown
-to catch a workflow that breaks it."""
+commit (with its version said beside it), no checkout that keeps credentials, no fork's pull
+request on a self-hosted runner, board jobs queued per runner (never cancelled by another pull
+request), the board matrix read from the inventory, the inventory's labels known to actionlint,
+and the privileged re-recording job on boards that never run a pull request's code. Each rule is
+also shown to catch a workflow that breaks it."""
 
 import re
 from pathlib import Path
@@ -91,6 +93,28 @@ def unpinned(doc):
             if "uses" in step and not str(step["uses"]).startswith("./") and not SHA.match(str(step["uses"]))]
 
 
+def checkouts_keeping_credentials(doc):
+    """Checkouts that leave the token in .git/config, where every later step (and, on a
+    self-hosted runner, the next job) can read it."""
+    return [f"{job}: {step['uses']}" for job, ss in steps(doc) for step in ss
+            if str(step.get("uses", "")).startswith("actions/checkout")
+            and str((step.get("with") or {}).get("persist-credentials")).lower() != "false"]
+
+
+def self_hosted(job):
+    return "labels" in str(job.get("runs-on")) or "self-hosted" in str(job.get("runs-on"))
+
+
+def forks_on_self_hosted(doc):
+    """Self-hosted jobs a fork's pull request can start: a fork's code on the board."""
+    if not triggers(doc) & {"pull_request", "pull_request_target"}:
+        return []
+    same_repo = "github.event.pull_request.head.repo.full_name == github.repository"
+    return [name for name, job in (doc.get("jobs") or {}).items()
+            if self_hosted(job) and same_repo not in str(job.get("if", ""))
+            and "workflow_dispatch" not in str(job.get("if", ""))]
+
+
 def board_jobs_cancelled(doc):
     """Board jobs (self-hosted) in a concurrency group, or a workflow group that cancels: GitHub
     keeps one pending job per group, so a waiting pull request's job would be cancelled."""
@@ -106,7 +130,15 @@ def board_jobs_cancelled(doc):
     return problems
 
 
-RULES = [privileged_checkouts, fork_code_with_write, untrusted_in_shell, unpinned, board_jobs_cancelled]
+def unversioned_pins(text):
+    """Actions pinned by commit without the version beside it (``# v5.0.0``), which no reader
+    or update tool can tell."""
+    return [line.strip() for line in text.splitlines()
+            if re.search(r"\buses:\s*[^./\s][^@\s]*@[0-9a-f]{40}\s*$", line)]
+
+
+RULES = [privileged_checkouts, fork_code_with_write, untrusted_in_shell, unpinned, checkouts_keeping_credentials,
+         forks_on_self_hosted, board_jobs_cancelled]
 
 
 # -- the files keep them ---------------------------------------------------------------------------
@@ -116,21 +148,51 @@ def test_the_workflows_and_the_action_keep_the_rules(path, rule):
     assert rule(load(path)) == []
 
 
+@pytest.mark.parametrize("path", WORKFLOWS + [ACTION], ids=lambda p: p.name)
+def test_every_pinned_action_says_its_version(path):
+    text = path.read_text(encoding="utf-8")
+    assert re.search(r"uses:\s*\S+@[0-9a-f]{40}\s+# v\d", text) or "uses:" not in text.replace("#   - uses:", "")
+    assert unversioned_pins(text) == []
+
+
+def test_the_rerecording_job_runs_on_boards_that_never_run_a_pull_requests_code():
+    doc = load(ROOT / ".github" / "workflows" / "perf-gate.yml")
+    jobs = doc["jobs"]
+    assert jobs["gate"]["runs-on"] == "${{ matrix.board.labels }}"
+    assert jobs["rerecord"]["runs-on"] == "${{ matrix.board.record-labels }}"
+    boards = load(INVENTORY)["boards"]
+    pr = [set(b["labels"]) for b in boards]
+    trusted = [set(b["record-labels"]) for b in boards]
+    # a runner registered for one role can take no job of the other, on any board kind
+    assert not any(t <= p for t in trusted for p in pr) and not any(p <= t for t in trusted for p in pr)
+    assert all("jetson-pr" in p and "jetson-trusted" not in p for p in pr)
+    assert all("jetson-trusted" in t and "jetson-pr" not in t for t in trusted)
+    # only the privileged job holds the App's key, made after the suite ran, and used by one step
+    assert jobs["rerecord"]["environment"] not in {jobs["gate"].get("environment"), None}
+    assert "secrets." not in str(jobs["gate"]) and "default_branch" in jobs["rerecord"]["if"]
+    names = [s.get("uses", "") for s in jobs["rerecord"]["steps"]]
+    token = next(i for i, u in enumerate(names) if "create-github-app-token" in u)
+    assert names.index("./") < token
+    users = [s for s in jobs["rerecord"]["steps"] if "steps.token" in str(s)]
+    run = users[0]["run"]
+    assert len(users) == 1 and "gh auth setup-git" not in run and 'git -c "http.' in run
+    assert not re.search(r"git (config|remote)[^\n]*(extraheader|credential|GH_TOKEN|url)", run)
+
+
 def test_the_board_matrix_comes_from_the_inventory_and_its_labels_are_known():
     inventory = load(INVENTORY)
     boards = inventory["boards"]
     assert boards and len({b["name"] for b in boards}) == len(boards)
     for b in boards:
-        assert set(b) >= {"name", "device", "profile", "power-mode", "jetpack", "labels"}, b
-        assert "self-hosted" in b["labels"] and (ROOT / "baselines" / b["profile"]).is_dir(), b
+        assert set(b) >= {"name", "device", "profile", "power-mode", "jetpack", "labels", "record-labels"}, b
+        assert "self-hosted" in b["labels"] and "self-hosted" in b["record-labels"] and (ROOT / "baselines" / b["profile"]).is_dir(), b
     known = set(load(ROOT / ".github" / "actionlint.yaml")["self-hosted-runner"]["labels"])
     standard = {"self-hosted", "linux", "ARM64", "X64", "macOS", "windows"}
-    assert {label for b in boards for label in b["labels"]} - standard <= known
+    assert {label for b in boards for label in b["labels"] + b["record-labels"]} - standard <= known
     gate = load(ROOT / ".github" / "workflows" / "perf-gate.yml")
     assert ".github/jetson-boards.yml" in gate["jobs"]["boards"]["steps"][-1]["run"]
     for job in ("gate", "rerecord"):
         assert gate["jobs"][job]["strategy"]["matrix"]["board"] == "${{ fromJSON(needs.boards.outputs.boards) }}"
-        assert gate["jobs"][job]["runs-on"] == "${{ matrix.board.labels }}"
         assert any(s.get("uses") == "./" for s in gate["jobs"][job]["steps"])  # the composite action
 
 
@@ -175,6 +237,7 @@ jobs:
     steps:
       - uses: actions/checkout@v5
         with: {ref: "${{ github.event.pull_request.head.sha }}"}
+      - uses: actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c
       - run: echo "${{ github.event.pull_request.title }}"
       - run: echo "${{ github.head_ref }}"
 """
@@ -187,6 +250,9 @@ def test_each_rule_catches_a_workflow_that_breaks_it():
     assert fork_code_with_write(doc) == ["gate: contents: write"]
     assert untrusted_in_shell(doc) == ["gate: ${{ github.event.pull_request.title }}", "gate: ${{ github.head_ref }}"]
     assert unpinned(doc) == ["gate: actions/checkout@v5"]
+    assert checkouts_keeping_credentials(doc) == ["gate: actions/checkout@v5"]
+    assert forks_on_self_hosted(doc) == ["gate"]
+    assert unversioned_pins(BAD) == ["- uses: actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c"]
     assert board_jobs_cancelled(doc) == ["workflow concurrency cancels in progress: True",
                                          "gate: concurrency group {'group': 'jetson-orin-nano'}"]
     del doc["jobs"]["gate"]["permissions"]

@@ -61,14 +61,58 @@ def onnx_digest(path: Path) -> str:
             for entry in init.external_data:
                 if entry.key == "location":
                     locations.add(entry.value)
+        base = folder.resolve()
         for loc in sorted(locations):
-            data = folder / loc
+            data = (folder / loc).resolve()
+            # weights named outside the model's folder (``../``, an absolute path, a link out)
+            # are no part of the model: onnx refuses to load them, so nothing here reads them
+            if base not in data.parents:
+                continue
             if data.is_file():
                 h.update(loc.encode())
                 h.update(file_sha256(data).encode())
     except Exception:
         pass  # an unreadable graph fails in the parser with its own message
     return h.hexdigest()
+
+
+_DIGESTS: Dict[Tuple[str, int, int, int], str] = {}
+
+
+def model_digest(engine: Any) -> Optional[str]:
+    """The sha256 of the model file ``engine`` measures (an ONNX with its external data, or a
+    plan), so a baseline recorded on other bytes under the same name reads as a workload change;
+    None when it measures no file (a simulated zoo model). Kept per file state: a suite measuring
+    one large model hashes it once."""
+    path = getattr(engine, "path", None)
+    if path is None:
+        from ..models.reference import resolve
+
+        try:
+            ref = resolve(getattr(engine, "model", None) or "")
+        except Exception:
+            return None
+        path = ref.path
+    if path is None:
+        return None
+    try:
+        real = Path(path).resolve()
+        st = real.stat()
+    except (OSError, RuntimeError, TypeError, ValueError):
+        return None
+    import stat as _stat
+
+    if not _stat.S_ISREG(st.st_mode):
+        return None
+    state = (str(real), st.st_size, st.st_mtime_ns, st.st_ino)
+    digest = _DIGESTS.get(state)
+    if digest is None:
+        try:
+            digest = onnx_digest(real) if real.suffix.lower() == ".onnx" else file_sha256(real)
+        except OSError:
+            return None
+        _DIGESTS[state] = digest
+    return digest
 
 
 def default_cache_dir() -> Path:

@@ -19,14 +19,15 @@ The recorder may decide it look by look while it extends a measurement (``Sequen
 the last ``step``; otherwise it is decided once here. Absolute bounds are decided on the measured
 value; the verdict carries its interval.
 
-**What a baseline is compared on** (``FINGERPRINT``, one table): the *environment* (where it
-ran: board, power mode, clocks, JetPack, TensorRT, simulated or real, backend, and the fields
-plugins and the host add) must match, or the bound is not compared (``env_mismatch``, unless
+**What a baseline is compared on** (``FINGERPRINT``, one table): the *environment* (where it ran:
+board, power mode, clocks, JetPack, TensorRT, simulated or real, backend, and the fields plugins
+and the host add) must match, or the bound is not compared (``env_mismatch``, unless
 ``--jetson-allow-env-mismatch``). The *workload* (what ran: model, precision, batch, input
-resolution, accelerator, processes) may differ: a changed workload under one test id is a change
-to gate, so the bound is compared and decided as usual and the verdict names what changed
-(``workload_diffs``: "precision fp16 -> fp32: throughput 53% worse"). A workload field that one
-side does not record (a baseline written before the field existed) is unknown, not a change.
+resolution, accelerator, processes, the sha256 of the model file measured) may differ: a changed
+workload under one test id is a change to gate, so the bound is compared and decided as usual and
+the verdict names what changed (``workload_diffs``: "precision fp16 -> fp32: throughput 53%
+worse"). A workload field that one side does not record (a baseline written before the field
+existed) is unknown, not a change.
 
 Bounds limited to other devices or backends, and metrics this backend or device cannot measure,
 are skipped with the reason (``gate.scope``).
@@ -51,6 +52,8 @@ FINGERPRINT: Dict[str, str] = {
     "backend": "environment", "fan_profile": "environment",
     "model": "workload", "precision": "workload", "batch": "workload", "resolution": "workload",
     "accelerator": "workload", "processes": "workload",
+    # the measured model file's content: a cached or user ONNX replaced under the same name
+    "model_sha256": "workload",
 }
 ENVIRONMENT_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "environment")
 WORKLOAD_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "workload")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Tuple, Union
 
@@ -176,11 +178,58 @@ def cache_dir() -> Path:
     return base / "pytest-jetson"
 
 
+class ZooCacheWarning(UserWarning):
+    """A cached zoo file was not what the zoo writes (replaced, corrupt, or unrecorded) and is
+    being rebuilt."""
+
+
+#: (file, size, mtime, inode) -> sha256 of cached files already verified in this process
+_VERIFIED: Dict[Tuple[str, int, int, int], str] = {}
+
+
+def _sidecar(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+def _sha256(target: Path) -> str:
+    h = hashlib.sha256()
+    with open(target, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check_cached(target: Path) -> str | None:
+    """None when the cached file holds the bytes whose sha256 was recorded beside it when the
+    zoo wrote it; else why not. A cache shared between jobs (a self-hosted runner's) can be
+    written by another job: a replaced file is never measured as the zoo's model."""
+    try:
+        recorded = _sidecar(target).read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return "no sha256 was recorded when it was written"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"its recorded sha256 cannot be read ({exc})"
+    try:
+        st = target.stat()
+        state = (str(target), st.st_size, st.st_mtime_ns, st.st_ino)
+        if _VERIFIED.get(state) == recorded:
+            return None
+        actual = _sha256(target)
+    except OSError as exc:
+        return f"it cannot be read ({exc})"
+    if actual != recorded:
+        return "its content is not what the zoo wrote (its sha256 differs from the one recorded then)"
+    _VERIFIED[state] = recorded
+    return None
+
+
 def path(name: str, batch: int | None = None, resolution: Resolution = None) -> Path:
-    """The model's ONNX file in the cache, written once.
+    """The model's ONNX file in the cache, written once, verified on every use.
 
     Safe across processes (pytest-xdist workers, pools): the first caller builds under a file
-    lock and publishes with an atomic rename, so no caller ever reads a half-written file.
+    lock and publishes with an atomic rename, so no caller ever reads a half-written file. The
+    file's sha256 is recorded beside it (``<file>.sha256``); a cached file that does not match it
+    is rebuilt with a ``ZooCacheWarning``, never used.
     """
     hw = _resolution(name, resolution)
     if batch is not None and (not isinstance(batch, int) or batch < 1):
@@ -188,7 +237,7 @@ def path(name: str, batch: int | None = None, resolution: Resolution = None) -> 
     folder = cache_dir() / "models"
     kind = f"b{batch}" if batch else "dynamic"
     target = folder / f"{name}-{hw[0]}x{hw[1]}-{kind}-v{ZOO_VERSION}.onnx"
-    if target.exists():
+    if target.exists() and _check_cached(target) is None:
         return target
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -197,7 +246,12 @@ def path(name: str, batch: int | None = None, resolution: Resolution = None) -> 
                          "directory") from None
     with file_lock(str(target) + ".lock"):  # never through a link
         if target.exists():
-            return target
-        model = _build(name, hw, structure=False, batch=batch)
-        write_atomic(target, model.SerializeToString())
+            why = _check_cached(target)
+            if why is None:
+                return target
+            warnings.warn(f"the cached zoo model {str(target)!r} cannot be used: {why}; rebuilding it",
+                          ZooCacheWarning, stacklevel=2)
+        data = _build(name, hw, structure=False, batch=batch).SerializeToString()
+        write_atomic(target, data)
+        write_atomic(_sidecar(target), (hashlib.sha256(data).hexdigest() + "\n").encode("ascii"))
     return target

@@ -5,6 +5,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..clock import WallClock
 from ..engines.base import Engine, as_engine
+from ..engines.cache import model_digest
 from ..errors import ConfigError
 from ..metrics import METRICS
 from . import max_rate as rate_search
@@ -29,6 +30,9 @@ def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
     resolution = resolution_of(getattr(engine, "inputs", None) or [])
     if resolution is not None:
         env["resolution"] = resolution
+    digest = model_digest(engine)
+    if digest is not None:
+        env["model_sha256"] = digest
     return env
 
 
