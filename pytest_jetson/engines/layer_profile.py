@@ -9,7 +9,8 @@ launch). ``size`` (output elements per item, where known) lets two profiles whos
 re-export renamed the layers) be matched by structure: type and size, in order.
 
 ``structure(profile)`` is what a baseline entry keeps of it: a digest of the whole layer list, the
-counts, and the slowest layers with their times, small enough to review in a diff.
+counts (layers per precision, and per tensor format where the backend says it), and the slowest
+layers with their times, small enough to review in a diff.
 """
 
 import hashlib
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: the columns of a profile's rows in files, in order
-COLUMNS = ("name", "type", "precision", "time", "share", "tactic", "kernel", "bound", "size")
+COLUMNS = ("name", "type", "precision", "time", "share", "tactic", "kernel", "bound", "size", "format")
 #: layers a baseline entry keeps with their times: all of them up to this many, else the slowest
 #: (and every reformat); the others are kept as a short hash of their name each
 KEEP = 64
@@ -41,6 +42,8 @@ class LayerTime:
     kernel: Optional[str] = None
     bound: Optional[str] = None
     size: Optional[int] = None
+    #: the tensor format of its output, where the backend says it (TensorRT's inspector)
+    format: Optional[str] = None
 
     @property
     def is_reformat(self) -> bool:
@@ -48,7 +51,7 @@ class LayerTime:
 
     def row(self) -> List[Any]:
         return [self.name, self.type, self.precision, _sig(self.time), round(self.share, 5), self.tactic,
-                self.kernel, self.bound, self.size]
+                self.kernel, self.bound, self.size, self.format]
 
 
 @dataclass
@@ -103,7 +106,8 @@ class LayerProfile:
                 time=float(r.get("time") or 0.0), share=float(r.get("share") or 0.0),
                 tactic=None if r.get("tactic") is None else str(r["tactic"]),
                 kernel=r.get("kernel"), bound=r.get("bound"),
-                size=None if r.get("size") is None else int(r["size"])))
+                size=None if r.get("size") is None else int(r["size"]),
+                format=None if r.get("format") is None else str(r["format"])))
         return cls(source=str(d.get("source", "")), layers=layers, runs=int(d.get("runs") or 0),
                    notes=list(d.get("notes") or []))
 
@@ -137,12 +141,17 @@ def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
     else:
         kept = list(layers)
     precisions: Dict[str, int] = {}
+    formats: Dict[str, int] = {}
     for x in layers:
         precisions[x.precision] = precisions.get(x.precision, 0) + 1
+        if x.format:
+            formats[x.format] = formats.get(x.format, 0) + 1
     out = {"digest": profile.digest, "source": profile.source, "layers": len(layers),
            "reformats": profile.reformats, "precisions": dict(sorted(precisions.items())),
            "total": _sig(profile.total, 3),
            "rows": [[x.name, x.type, x.precision, _sig(x.time, 3)] for x in kept]}
+    if formats:
+        out["formats"] = dict(sorted(formats.items()))
     if partial:
         out["names"] = "".join(name_hash(x.name) for x in layers)
     return out
