@@ -100,6 +100,8 @@ class Recorder:
             duration, iterations = override, None
         if "telemetry" not in kw:
             kw["telemetry"] = getattr(self.context, "telemetry", None)
+        if "profile" not in kw and getattr(settings, "layer_profile", "on") == "off":
+            kw["profile"] = False  # --jetson-layer-profile=off: no profiling pass after the window
         if "telemetry_interval" not in kw and settings is not None:
             kw["telemetry_interval"] = getattr(settings, "telemetry_interval", None)
         workload = self._workload(target, items, inputs, name)
