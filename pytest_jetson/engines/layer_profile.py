@@ -127,12 +127,19 @@ def name_hash(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8")).hexdigest()[:NAME_HASH]
 
 
+def tactic_hash(tactic: Optional[str]) -> str:
+    """A kept layer's tactic in a structure's ``tactics``: its name hashed, zeros for none."""
+    return name_hash(tactic) if tactic else "0" * NAME_HASH
+
+
 def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
     """What a baseline entry keeps of ``profile``: its digest, layer and reformat counts, the layers
     per precision, and [name, type, precision, time] of every layer, in execution order; of more
     than ``keep`` layers, only the ``keep`` slowest and the reformats, with ``names``: every
     layer's name hashed (``NAME_HASH`` hex digits each, in order), so that a layer that is not
-    kept is still known to have been there."""
+    kept is still known to have been there. Where the backend names tactics (TensorRT),
+    ``tactics``: each kept row's tactic hashed (``tactic_hash``), so a rebuild that picked other
+    kernels is seen without keeping their long names."""
     layers = profile.layers
     partial = len(layers) > keep
     if partial:
@@ -152,6 +159,8 @@ def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
            "rows": [[x.name, x.type, x.precision, _sig(x.time, 3)] for x in kept]}
     if formats:
         out["formats"] = dict(sorted(formats.items()))
+    if any(x.tactic for x in kept):
+        out["tactics"] = "".join(tactic_hash(x.tactic) for x in kept)
     if partial:
         out["names"] = "".join(name_hash(x.name) for x in layers)
     return out
@@ -159,9 +168,14 @@ def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
 
 def from_structure(d: Dict[str, Any]) -> Tuple[LayerProfile, int, Optional[List[str]]]:
     """A baseline's kept layers as a (partial) profile, how many layers the engine had, and the
-    hashes of all their names where not every layer is kept (else None)."""
+    hashes of all their names where not every layer is kept (else None). A row's ``tactic`` is
+    its ``tactic_hash`` where the structure keeps tactics."""
     rows = [LayerTime(name=str(r[0]), type=str(r[1]), precision=str(r[2]), time=float(r[3]))
             for r in d.get("rows") or []]
+    tactics = d.get("tactics")
+    if isinstance(tactics, str) and len(tactics) == NAME_HASH * len(rows):
+        for i, x in enumerate(rows):  # hashed: compared with tactic_hash of a profile's tactics
+            x.tactic = tactics[i * NAME_HASH:(i + 1) * NAME_HASH]
     names = d.get("names")
     hashes = [names[i:i + NAME_HASH] for i in range(0, len(names), NAME_HASH)] if isinstance(names, str) else None
     return LayerProfile(source=str(d.get("source", "")), layers=rows), int(d.get("layers") or len(rows)), hashes

@@ -160,3 +160,38 @@ def test_a_profiling_pass_that_fails_is_a_note_and_the_measurement_stands(monkey
     engine.close()
     assert m.iterations == 5 and not m.profile.layers
     assert "second execution context" in m.profile.notes[0]
+
+
+def _profiled(monkeypatch, tmp_path):
+    fake_tensorrt.install(monkeypatch)
+    engine = _open(conv_onnx(tmp_path / "net.onnx"), tmp_path, batch=2)
+    p = engine.layer_profile(2)
+    engine.close()
+    return p
+
+
+def test_a_layer_that_runs_another_tactic_is_named_against_the_baseline(monkeypatch, tmp_path):
+    from pytest_jetson.gate.attribution import layer_where
+
+    p = _profiled(monkeypatch, tmp_path)
+    base = structure(p)
+    assert len(base["tactics"]) == 6 * len(base["rows"])  # hashed: the names are long
+    conv = next(x for x in p.layers if x.type == "Convolution")
+    conv.tactic = "sm87_xmma_fprop_implicit_gemm_f16f16_f16f32_nhwckrsc_nhwc_tilesize64x64x64"
+    lw = layer_where(p, base)
+    assert lw.tactic_changes == [[conv.name, conv.tactic]]
+    assert any("another tactic" in n and conv.name in n for n in lw.notes)
+    assert not lw.graph_changed  # a tactic is no part of the graph's digest
+    assert layer_where(_profiled(monkeypatch, tmp_path), base).tactic_changes == []
+
+
+def test_layers_renamed_by_a_re_export_match_the_baseline_by_structure(monkeypatch, tmp_path):
+    from pytest_jetson.gate.attribution import layer_where
+
+    p = _profiled(monkeypatch, tmp_path)
+    base = structure(p)
+    for x in p.layers:
+        x.name = "renamed/" + x.name
+    lw = layer_where(p, base)
+    assert {x.matched for x in lw.layers} == {"structure"}
+    assert any("matched the baseline's by structure" in n for n in lw.notes)
