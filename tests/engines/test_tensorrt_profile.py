@@ -195,3 +195,14 @@ def test_layers_renamed_by_a_re_export_match_the_baseline_by_structure(monkeypat
     lw = layer_where(p, base)
     assert {x.matched for x in lw.layers} == {"structure"}
     assert any("matched the baseline's by structure" in n for n in lw.notes)
+
+
+def test_trex_files_carry_tensorrts_own_formats_and_tactics(monkeypatch, tmp_path):
+    from pytest_jetson.report import trex
+
+    p = _profiled(monkeypatch, tmp_path)
+    graph, profile = (json.loads(f.read_text()) for f in trex.write(tmp_path / "trex", "t", p, batch=2))
+    conv = next(x for x in graph["Layers"] if x["LayerType"] == "Convolution")
+    assert conv["Outputs"][0]["Format/Datatype"].startswith("Channel major FP16")
+    assert conv["TacticName"].startswith("fake_fp16_conv")
+    assert profile[0] == {"count": PROFILE_RUNS} and len(profile) == 1 + len(graph["Layers"])
