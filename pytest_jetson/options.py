@@ -191,6 +191,10 @@ OPTIONS: Tuple[Option, ...] = (
            help="record a trace of each failing (fail) or every (all) perf test: on the simulated board a "
                 "Perfetto/Chrome trace JSON of its timeline, on a board an Nsight Systems report of a re-run; "
                 "written beside --jetson-report-json (jetson-traces/), else to .jetson-traces/"),
+    Option("--jetson-layer-profile", "layer_profile", default="on", choices=("on", "off"), reported=True,
+           help="per-layer profile of every measurement, from a pass of its own after the timed window "
+                "(TensorRT's IProfiler, onnxruntime's profiler, the simulator's prediction): on (default) "
+                "or off (no profiling pass: faster, and no layer attribution in verdicts)"),
     Option("--jetson-table", "table", default="problems", choices=("problems", "all", "none"),
            fallback=_table_for_verbosity,
            help="the perf gate's table: problems (failed, errored, inconclusive bounds; the default), "

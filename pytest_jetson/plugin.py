@@ -1106,9 +1106,9 @@ class TraceSession:
             return trace.write(doc, directory, item.nodeid)
         if self.ctx.device.simulated or self.ctx.host is not None:
             return None, f"no trace of {item.nodeid}: real engines on the host have no timeline to record"
-        return self._nsys_rerun(item, directory)
+        return self._nsys_rerun(item, directory, result)
 
-    def _nsys_rerun(self, item, directory):
+    def _nsys_rerun(self, item, directory, result=None):
         """On a board: the test re-run alone under Nsight Systems."""
         import subprocess
 
@@ -1135,8 +1135,11 @@ class TraceSession:
         if done.returncode not in (0, 1) or not report.exists():
             tail = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
             return None, f"no trace of {item.nodeid}: nsys exited with {done.returncode} ({tail[0][:200]})"
-        note = None if support.gpu_metrics else f"{report.name}: without GPU metrics ({support.why})"
-        return report, note
+        read = trace.read_gpu_metrics(support, report)
+        for i, m in enumerate(getattr(result, "measurements", ())):
+            if read.by_measurement.get(i):  # sampled in the re-run, beside this run's figures
+                m.extra["gpu_metrics_nsys"] = read.by_measurement[i]
+        return report, read.note or None
 
     def pytest_runtest_logreport(self, report):
         if report.when != "call":

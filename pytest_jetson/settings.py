@@ -38,6 +38,8 @@ class Settings:
     duration: Optional[float] = None
     telemetry: str = "auto"
     telemetry_interval: float = 0.1
+    #: whether measurements get a per-layer profile (--jetson-layer-profile): on or off
+    layer_profile: str = "on"
     #: what the terminal's perf table lists: problems (the default), all, none
     table: str = "problems"
     #: how far a comparison that cannot decide yet extends its measurement, in requested durations

@@ -9,7 +9,8 @@ launch). ``size`` (output elements per item, where known) lets two profiles whos
 re-export renamed the layers) be matched by structure: type and size, in order.
 
 ``structure(profile)`` is what a baseline entry keeps of it: a digest of the whole layer list, the
-counts, and the slowest layers with their times, small enough to review in a diff.
+counts (layers per precision, and per tensor format where the backend says it), and the slowest
+layers with their times, small enough to review in a diff.
 """
 
 import hashlib
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: the columns of a profile's rows in files, in order
-COLUMNS = ("name", "type", "precision", "time", "share", "tactic", "kernel", "bound", "size")
+COLUMNS = ("name", "type", "precision", "time", "share", "tactic", "kernel", "bound", "size", "format")
 #: layers a baseline entry keeps with their times: all of them up to this many, else the slowest
 #: (and every reformat); the others are kept as a short hash of their name each
 KEEP = 64
@@ -41,6 +42,8 @@ class LayerTime:
     kernel: Optional[str] = None
     bound: Optional[str] = None
     size: Optional[int] = None
+    #: the tensor format of its output, where the backend says it (TensorRT's inspector)
+    format: Optional[str] = None
 
     @property
     def is_reformat(self) -> bool:
@@ -48,7 +51,7 @@ class LayerTime:
 
     def row(self) -> List[Any]:
         return [self.name, self.type, self.precision, _sig(self.time), round(self.share, 5), self.tactic,
-                self.kernel, self.bound, self.size]
+                self.kernel, self.bound, self.size, self.format]
 
 
 @dataclass
@@ -103,7 +106,8 @@ class LayerProfile:
                 time=float(r.get("time") or 0.0), share=float(r.get("share") or 0.0),
                 tactic=None if r.get("tactic") is None else str(r["tactic"]),
                 kernel=r.get("kernel"), bound=r.get("bound"),
-                size=None if r.get("size") is None else int(r["size"])))
+                size=None if r.get("size") is None else int(r["size"]),
+                format=None if r.get("format") is None else str(r["format"])))
         return cls(source=str(d.get("source", "")), layers=layers, runs=int(d.get("runs") or 0),
                    notes=list(d.get("notes") or []))
 
@@ -123,12 +127,19 @@ def name_hash(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8")).hexdigest()[:NAME_HASH]
 
 
+def tactic_hash(tactic: Optional[str]) -> str:
+    """A kept layer's tactic in a structure's ``tactics``: its name hashed, zeros for none."""
+    return name_hash(tactic) if tactic else "0" * NAME_HASH
+
+
 def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
     """What a baseline entry keeps of ``profile``: its digest, layer and reformat counts, the layers
     per precision, and [name, type, precision, time] of every layer, in execution order; of more
     than ``keep`` layers, only the ``keep`` slowest and the reformats, with ``names``: every
     layer's name hashed (``NAME_HASH`` hex digits each, in order), so that a layer that is not
-    kept is still known to have been there."""
+    kept is still known to have been there. Where the backend names tactics (TensorRT),
+    ``tactics``: each kept row's tactic hashed (``tactic_hash``), so a rebuild that picked other
+    kernels is seen without keeping their long names."""
     layers = profile.layers
     partial = len(layers) > keep
     if partial:
@@ -137,12 +148,19 @@ def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
     else:
         kept = list(layers)
     precisions: Dict[str, int] = {}
+    formats: Dict[str, int] = {}
     for x in layers:
         precisions[x.precision] = precisions.get(x.precision, 0) + 1
+        if x.format:
+            formats[x.format] = formats.get(x.format, 0) + 1
     out = {"digest": profile.digest, "source": profile.source, "layers": len(layers),
            "reformats": profile.reformats, "precisions": dict(sorted(precisions.items())),
            "total": _sig(profile.total, 3),
            "rows": [[x.name, x.type, x.precision, _sig(x.time, 3)] for x in kept]}
+    if formats:
+        out["formats"] = dict(sorted(formats.items()))
+    if any(x.tactic for x in kept):
+        out["tactics"] = "".join(tactic_hash(x.tactic) for x in kept)
     if partial:
         out["names"] = "".join(name_hash(x.name) for x in layers)
     return out
@@ -150,9 +168,14 @@ def structure(profile: LayerProfile, keep: int = KEEP) -> Dict[str, Any]:
 
 def from_structure(d: Dict[str, Any]) -> Tuple[LayerProfile, int, Optional[List[str]]]:
     """A baseline's kept layers as a (partial) profile, how many layers the engine had, and the
-    hashes of all their names where not every layer is kept (else None)."""
+    hashes of all their names where not every layer is kept (else None). A row's ``tactic`` is
+    its ``tactic_hash`` where the structure keeps tactics."""
     rows = [LayerTime(name=str(r[0]), type=str(r[1]), precision=str(r[2]), time=float(r[3]))
             for r in d.get("rows") or []]
+    tactics = d.get("tactics")
+    if isinstance(tactics, str) and len(tactics) == NAME_HASH * len(rows):
+        for i, x in enumerate(rows):  # hashed: compared with tactic_hash of a profile's tactics
+            x.tactic = tactics[i * NAME_HASH:(i + 1) * NAME_HASH]
     names = d.get("names")
     hashes = [names[i:i + NAME_HASH] for i in range(0, len(names), NAME_HASH)] if isinstance(names, str) else None
     return LayerProfile(source=str(d.get("source", "")), layers=rows), int(d.get("layers") or len(rows)), hashes

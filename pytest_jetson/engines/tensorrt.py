@@ -37,9 +37,10 @@ from .base import (
     read_onnx_io,
     resolve_onnx,
 )
+from .layer_profile import REFORMAT, LayerProfile, LayerTime
 from .qdq import has_qdq, qdq_copy
 from .tensorrt_dtypes import numpy_dtype
-from .tensorrt_run import DEFAULT_IO, IO_MODES, Binding, DeviceView, ProcessContext, Runner
+from .tensorrt_run import DEFAULT_IO, IO_MODES, PROFILE_RUNS, Binding, DeviceView, ProcessContext, Runner
 
 INSTALL_HINT = (
     "on a Jetson, TensorRT's Python bindings come with JetPack: `sudo apt install python3-libnvinfer` "
@@ -56,6 +57,23 @@ PROFILE = 0
 
 # kept importable under their old names
 _ProcessContext = ProcessContext
+
+
+def merge_profile(times: List[Tuple[str, float]], runs: int, inspected: List["tb.InspectedLayer"],
+                  note: Optional[str]) -> LayerProfile:
+    """The profiler's (layer name, ms per inference) in its order, each with what the inspector
+    says of the layer of that name (a layer it does not describe keeps its name only)."""
+    by_name = {x.name: x for x in inspected}
+    layers = []
+    for name, ms in times:
+        x = by_name.get(name) or tb.InspectedLayer(name)
+        kind = x.type or (REFORMAT if name.startswith("Reformatting CopyNode") else "")
+        layers.append(LayerTime(name=name, type=kind, precision=x.precision, time=ms * 1e-3,
+                                tactic=x.tactic, size=x.size, format=x.format or None))
+    notes = [note] if note else []
+    if not layers:
+        notes.append("TensorRT's profiler reported no layer times")
+    return LayerProfile("tensorrt", layers, runs=runs, notes=notes).with_shares()
 
 
 class PrecisionFallbackWarning(UserWarning):
@@ -202,7 +220,8 @@ class TensorRTEngine(Engine):
                      "gpu_fallback": self.dla_core is not None,
                      "workspace": tb.effective_workspace(trt, workspace),
                      "int8": mode, "resolution": resolution,
-                     "input_shape": None if input_shape is None else repr(input_shape)},
+                     "input_shape": None if input_shape is None else repr(input_shape),
+                     "profiling_verbosity": tb.PROFILING_VERBOSITY},
         )
 
     def _power_mode(self) -> Optional[str]:
@@ -531,6 +550,25 @@ class TensorRTEngine(Engine):
         last = self._in_context(runner.timed_run, batch, self.clock.now, until_t, until_n,
                                 latencies, ends, gpu_times)
         return t_start if last is None else last
+
+    def layer_profile(self, batch: int) -> LayerProfile:
+        """Each layer's mean time per inference from TensorRT's ``IProfiler`` on a context of its
+        own, after the timed window (``Runner.profile_layers``), with its type, precision, format
+        and tactic from the engine inspector; what either could not say is in the notes."""
+        if batch != self.batch:
+            batch = self.check_batch(batch)
+        runner = self._runner
+        assert runner is not None
+        if not self._v3:
+            return LayerProfile("tensorrt", notes=[
+                f"{self.name}: no per-layer profile with TensorRT {self._trt.__version__}'s binding-index API "
+                "(a second execution context needs an optimization profile of its own there); "
+                "trtexec --loadEngine=PLAN --dumpProfile --separateProfileRun gives one"])
+        trt, engine = self._trt, self._engine
+        times, runs, (inspected, note) = self._in_context(
+            runner.profile_layers, trt, engine, batch, PROFILE_RUNS,
+            lambda ctx: tb.inspect_layers(trt, engine, ctx, self.name))
+        return merge_profile(times, runs, inspected, note)
 
     def measurement_extra(self, batch: Optional[int] = None) -> Dict[str, Any]:
         runner = self._runner

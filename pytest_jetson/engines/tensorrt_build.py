@@ -14,6 +14,10 @@
 - DLA: default device DLA with GPU fallback; where the layers ran is read from TensorRT's build
   log (``Layers running on DLA/GPU``), else from the engine inspector; a DLA request that lands
   nowhere on the DLA is an error.
+- Layer information: plans are built with ``ProfilingVerbosity.DETAILED`` (``trtexec
+  --profilingVerbosity=detailed``; every supported TensorRT has it), so the engine inspector says
+  each fused layer's type, precision, format and tactic (``inspect_layers``). The plan cache keys
+  on it (``PROFILING_VERBOSITY``).
 - One TensorRT logger per process: TensorRT 8.0-8.2 keep the first logger they were given, so a
   runtime created before a builder would otherwise swallow the builder's errors.
 """
@@ -56,6 +60,9 @@ IMPLICIT_INT8_DEPRECATED = (10, 1)
 NO_FAST_INT8 = ("5.3", "6.2")
 FAST_INT8_QUERY_DEPRECATED = (10, 5)
 DLA_PRECISIONS = ("fp16", "int8")
+#: The ProfilingVerbosity plans are built with (part of the plan cache key: a plan built with
+#: less says only its layers' names)
+PROFILING_VERBOSITY = "DETAILED"
 
 
 def version_tuple(trt: Any) -> Tuple[int, int]:
@@ -347,6 +354,97 @@ def placement_from_inspector(trt: Any, engine: Any, layer_names: List[str], dla_
     return Placement(dla_core, len(layer_names), on_gpu, len(dla), "engine inspector")
 
 
+# -- the engine inspector's layers ---------------------------------------------------------------
+#: a layer's precision, from the words of its output's "Format/Datatype" (first match wins)
+_PRECISION_WORDS = (("bfloat16", "bf16"), ("fp8", "fp8"), ("int8", "int8"), ("int4", "int4"),
+                    ("fp16", "fp16"), ("half", "fp16"), ("fp32", "fp32"), ("float", "fp32"),
+                    ("int32", "int32"), ("int64", "int64"), ("bool", "bool"))
+#: inspector layer types (LayerType or ParameterType) that are reformats
+_REFORMAT_TYPES = ("Reformat", "Reformatting")
+#: the longest format text kept per layer
+FORMAT_CHARS = 60
+
+
+@dataclass
+class InspectedLayer:
+    """One layer of the engine as its inspector describes it: TensorRT's name, its type
+    (``ParameterType``, else ``LayerType``; reformats as "Reformat"), the precision and format of
+    its first output, its tactic (``TacticName``, else ``TacticValue``), and output elements per
+    item where the dimensions are known."""
+
+    name: str
+    type: str = ""
+    precision: str = ""
+    format: str = ""
+    tactic: Optional[str] = None
+    size: Optional[int] = None
+
+
+def format_precision(text: str) -> Tuple[str, str]:
+    """(precision, format) of an inspector "Format/Datatype" such as "Thirty-two wide channel
+    vectorized row major Int8 format." -> ("int8", "Thirty-two wide channel vectorized row major
+    Int8")."""
+    low = text.lower()
+    precision = next((p for word, p in _PRECISION_WORDS if word in low), "")
+    fmt = re.sub(r"\s*format\.?\s*$", "", text.strip(), flags=re.I)
+    return precision, fmt[:FORMAT_CHARS]
+
+
+def _elements(dims: Any) -> Optional[int]:
+    if not isinstance(dims, list) or len(dims) < 2 or not all(isinstance(d, int) and d >= 0 for d in dims):
+        return None
+    n = 1
+    for d in dims[1:]:
+        n *= d
+    return n
+
+
+def reduce_inspector(info: Any, name: str = "engine") -> Tuple[List[InspectedLayer], Optional[str]]:
+    """The inspector's JSON (``get_engine_information(LayerInformationFormat.JSON)``, parsed) as
+    the engine's layers after fusion, and a note where it says less than DETAILED does: names
+    only (the engine was built with another ProfilingVerbosity), or nothing."""
+    layers = info.get("Layers") if isinstance(info, dict) else None
+    if not isinstance(layers, list) or not layers:
+        return [], (f"{name}: the engine inspector lists no layers (the engine was built with "
+                    "ProfilingVerbosity.NONE?): rebuild it with detailed layer information "
+                    "(trtexec --profilingVerbosity=detailed), or pass the .onnx and let pytest-jetson build it")
+    out: List[InspectedLayer] = []
+    detailed = True
+    for x in layers:
+        if not isinstance(x, dict):
+            detailed = False
+            out.append(InspectedLayer(str(x)))
+            continue
+        kind = str(x.get("ParameterType") or x.get("LayerType") or "")
+        if kind in _REFORMAT_TYPES or str(x.get("LayerType", "")) in _REFORMAT_TYPES:
+            kind = "Reformat"
+        outputs = [t for t in x.get("Outputs") or [] if isinstance(t, dict)]
+        precision, fmt = format_precision(str(outputs[0].get("Format/Datatype", ""))) if outputs else ("", "")
+        tactic = x.get("TacticName") or x.get("TacticValue")
+        out.append(InspectedLayer(str(x.get("Name", "")), kind, precision, fmt,
+                                  None if tactic in (None, "") else str(tactic),
+                                  _elements(outputs[0].get("Dimensions")) if outputs else None))
+    if not detailed:
+        return out, (f"{name}: the engine was built without detailed layer information (only its layers' "
+                     "names), so their types, precisions and tactics are unknown: rebuild it with "
+                     "trtexec --profilingVerbosity=detailed, or pass the .onnx and let pytest-jetson build it")
+    return out, None
+
+
+def inspect_layers(trt: Any, engine: Any, context: Any = None, name: str = "engine"
+                   ) -> Tuple[List[InspectedLayer], Optional[str]]:
+    """The engine's layers from its inspector; ``context``: an execution context with its input
+    shapes set, without which a dynamic-shape engine's inspector leaves formats out."""
+    try:
+        inspector = engine.create_engine_inspector()
+        if context is not None:
+            inspector.execution_context = context
+        info = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
+    except Exception as exc:  # a TensorRT without an inspector, or a plan it cannot describe
+        return [], f"{name}: the engine inspector could not be read ({type(exc).__name__}: {exc})"
+    return reduce_inspector(info, name)
+
+
 # -- the build ------------------------------------------------------------------------------------
 @dataclass
 class Built:
@@ -405,6 +503,9 @@ def _configure(trt: Any, builder: Any, req: Request, dla: bool) -> Any:
         # tactics needing scratch memory were skipped; trtexec 8.2 builds with 16 MiB
         config.max_workspace_size = req.default_workspace = TRTEXEC_WORKSPACE
     set_precision(trt, config, req.precision)
+    verbosity = getattr(trt, "ProfilingVerbosity", None)
+    if hasattr(verbosity, PROFILING_VERBOSITY):
+        config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     if dla:
         config.default_device_type = trt.DeviceType.DLA
         config.DLA_core = int(req.dla_core)  # type: ignore[arg-type]

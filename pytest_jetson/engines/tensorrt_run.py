@@ -25,6 +25,12 @@ sampleInference.cpp).
   captured with). A call at another size than the bound one sets the input shapes for it and
   runs without a graph too. ``outputs="device"`` returns the engine's own output buffers as
   ``DeviceView`` objects (``__cuda_array_interface__``), valid until the engine's next inference.
+- Per-layer times (``Runner.profile_layers``, trtexec's ``--separateProfileRun``): a pass of its
+  own after the timed window, on a second execution context with an ``IProfiler`` attached, so
+  the gated figures never run with a profiler (TensorRT records events around every layer of a
+  profiled enqueue, and a context with a profiler is not captured into a CUDA graph). The
+  context reports after each synchronised enqueue (``enqueue_emits_profile`` off,
+  ``report_to_profiler``), as trtexec's profiling run does.
 - Teardown frees every buffer, event, stream and graph while the CUDA context is still current:
   pycuda skips (silently) frees whose context is gone, and as the CUDA runtime inside TensorRT
   keeps the primary context alive, such buffers would leak for the life of the process.
@@ -48,6 +54,8 @@ IO_MODES = ("mapped", "device", "host")
 DEFAULT_IO = "device"
 #: Inferences in flight in the timed loop (trtexec: 1 + overlap, overlap on by default).
 IN_FLIGHT = 2
+#: Inferences the profiling pass times (after one unprofiled warm-up on its own context)
+PROFILE_RUNS = 10
 
 
 # -- the CUDA context of this process -----------------------------------------------------------
@@ -127,6 +135,18 @@ class ProcessContext:
     @property
     def integrated(self) -> bool:
         return bool(self.attribute("INTEGRATED"))
+
+
+def layer_times(trt: Any) -> Any:
+    """An ``IProfiler`` (a subclass of the binding's class) summing the milliseconds TensorRT
+    reports per layer in its ``ms``, in the order it reports them. It keeps the binding's own
+    ``__init__``: pybind11 requires a subclass that overrides it to call it."""
+
+    def report_layer_time(self: Any, layer_name: str, ms: float) -> None:
+        times = self.__dict__.setdefault("ms", {})
+        times[layer_name] = times.get(layer_name, 0.0) + float(ms)
+
+    return type("LayerTimes", (trt.IProfiler,), {"report_layer_time": report_layer_time})()
 
 
 # -- buffers ------------------------------------------------------------------------------------
@@ -400,6 +420,43 @@ class Runner:
                 gpu_times.append(slot.c1.time_since(slot.c0) * 1e-3)
             free.append(slot)
         return last
+
+    # -- per-layer profile ------------------------------------------------------------------------
+    def profile_layers(self, trt: Any, engine: Any, batch: int, runs: int = PROFILE_RUNS,
+                       inspect: Optional[Callable[[Any], Any]] = None) -> Tuple[List[Tuple[str, float]], int, Any]:
+        """Each layer's mean milliseconds per inference at ``batch`` over ``runs`` inferences of a
+        second execution context with a profiler attached (name-based API only), in the order
+        TensorRT reported them; ``inspect(context)``, called while that context lives, gives the
+        third element (the inspector's layers at its shapes)."""
+        if (batch, None) != self.bound:
+            self.bind(batch)
+        ctx = engine.create_execution_context()
+        if ctx is None:
+            raise EngineError(f"{self.name}: TensorRT could not create a second execution context for the "
+                              "profiling pass (out of device memory?)")
+        try:
+            for b in self.bindings:
+                if b.is_input and not ctx.set_input_shape(b.name, tuple(b.view.shape)):
+                    raise EngineError(f"{self.name}: the profiling context refused input shape "
+                                      f"{tuple(b.view.shape)} for {b.name!r}")
+            for b in self.bindings:
+                ctx.set_tensor_address(b.name, b.address)
+            handle = self.stream.handle
+            ctx.execute_async_v3(handle)  # lazy initialisation outside the profile
+            self.stream.synchronize()
+            times = layer_times(trt)
+            ctx.profiler = times
+            ctx.enqueue_emits_profile = False
+            for _ in range(runs):
+                if not ctx.execute_async_v3(handle):
+                    raise EngineError(f"{self.name}: TensorRT failed to enqueue the profiling pass")
+                self.stream.synchronize()
+                ctx.report_to_profiler()
+            inspected = inspect(ctx) if inspect is not None else None
+        finally:
+            self.stream.synchronize()
+            del ctx  # its activation memory goes back before the next measurement
+        return [(n, ms / runs) for n, ms in times.__dict__.get("ms", {}).items()], runs, inspected
 
     # -- teardown -------------------------------------------------------------------------------
     def close(self) -> None:

@@ -14,8 +14,8 @@ percentile does.
 
 Layer by layer (``layers``): a measurement's per-layer profile against the structure its baseline
 entry keeps (``engines.layer_profile.structure``): the layers whose time moved most, reformats
-added or removed, layers whose precision changed, and whether the engine's graph changed (its
-digest). Layers are matched by name; where names differ (a re-export renamed them) and the
+added or removed, layers whose precision or tactic changed (a structure keeps each kept layer's
+tactic hashed), and whether the engine's graph changed (its digest). Layers are matched by name; where names differ (a re-export renamed them) and the
 baseline keeps every layer, by structure (the order of their types); what matches neither way is
 said, not guessed.
 """
@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..engines.layer_profile import REFORMAT, LayerProfile, LayerTime, from_structure, name_hash
+from ..engines.layer_profile import REFORMAT, LayerProfile, LayerTime, from_structure, name_hash, tactic_hash
 
 #: the smallest relative change of the whole's mean latency that shares are given against
 MIN_MOVE = 0.005
@@ -137,6 +137,8 @@ class LayerWhere:
     fused_differently: int = 0
     #: every compared layer whose precision changed: [name, baseline precision, now]
     precision_changes: List[List[str]] = field(default_factory=list)
+    #: every compared layer that runs another tactic now: [name, now's tactic]
+    tactic_changes: List[List[str]] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
 
     @property
@@ -153,7 +155,8 @@ class LayerWhere:
                 "layer_counts": list(self.counts), "reformats": list(self.reformats),
                 "precisions": {k: list(v) for k, v in self.precisions.items()},
                 "fused_differently": self.fused_differently,
-                "precision_changes": [list(x) for x in self.precision_changes], "notes": list(self.notes),
+                "precision_changes": [list(x) for x in self.precision_changes],
+                "tactic_changes": [list(x) for x in self.tactic_changes], "notes": list(self.notes),
                 "layers": [x.to_dict() for x in self.layers]}
 
     @classmethod
@@ -166,6 +169,7 @@ class LayerWhere:
                    precisions={str(k): [int(a) for a in v] for k, v in (d.get("precisions") or {}).items()},
                    fused_differently=int(d.get("fused_differently") or 0),
                    precision_changes=[[str(v) for v in x] for x in d.get("precision_changes") or []],
+                   tactic_changes=[[str(v) for v in x] for x in d.get("tactic_changes") or []],
                    notes=list(d.get("notes") or []))
 
 
@@ -296,10 +300,13 @@ def layer_where(profile: LayerProfile, structure: Dict[str, Any], top: int = TOP
                      f"by a re-export?) and it keeps only {len(base.layers)} of its {n_base} layers, too few "
                      "to match them by structure: they are not compared; re-record the baseline")
     shifts = []
+    tactics: List[List[str]] = []
     for i, x in enumerate(now):
         j = pairs.get(i, by_structure.get(i))
         if j is not None:
             b = base.layers[j]
+            if b.tactic and x.tactic and tactic_hash(x.tactic) != b.tactic:
+                tactics.append([x.name, x.tactic])
             shifts.append(LayerShift(x.name, x.type, x.time, b.time, x.precision, b.precision,
                                      "name" if i in pairs else "structure", b.name))
         elif not was_there[i] and not renamed:
@@ -320,6 +327,10 @@ def layer_where(profile: LayerProfile, structure: Dict[str, Any], top: int = TOP
         now_hashes = {name_hash(x.name) for x in now}
         kept = {name_hash(b.name) for b in base.layers}
         fused += sum(1 for h in hashes if h not in now_hashes and h not in kept)
+    if tactics:
+        shown = ", ".join(n for n, _t in tactics[:3]) + (f" and {len(tactics) - 3} more" if len(tactics) > 3 else "")
+        notes.append(f"{len(tactics)} layer(s) run another tactic than in the baseline (TensorRT picked other "
+                     f"kernels): {shown}")
     if digest_now != structure.get("digest") and not fused:
         fused = abs(len(now) - n_base - (profile.reformats - int(structure.get("reformats") or 0)))
     return LayerWhere(
@@ -327,4 +338,4 @@ def layer_where(profile: LayerProfile, structure: Dict[str, Any], top: int = TOP
         reformats=(int(structure.get("reformats") or 0), profile.reformats), counts=(n_base, len(now)),
         digests=(str(structure.get("digest") or ""), digest_now),
         precisions={k: v for k, v in sorted(precisions.items())}, fused_differently=fused,
-        precision_changes=retyped, notes=notes)
+        precision_changes=retyped, tactic_changes=tactics, notes=notes)

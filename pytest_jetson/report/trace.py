@@ -19,8 +19,11 @@ Times are microseconds from the test's start on the virtual clock. A trace holds
 
 **On a board** a trace is an Nsight Systems report of the test: the test re-run alone under
 ``nsys profile`` (CUDA, NVTX and OS runtime traces; GPU metrics sampling where nsys supports the
-board), ``perf.stage`` ranges already NVTX ranges there. ``nsys_support`` finds nsys and asks
-it which GPUs it samples; ``nsys_command`` builds the command line.
+board), ``perf.stage`` ranges already NVTX ranges there, and each ``perf.measure`` one too
+(``run.stages.MEASURE_RANGE``). ``nsys_support`` finds nsys and asks it which GPUs it samples;
+``nsys_command`` builds the command line; ``read_gpu_metrics`` exports the report to SQLite
+(``nsys export --type sqlite``) and reads the GPU metrics sampled inside each measurement's range
+back as ``sm_active``, ``tensor_active``, ``issue_active`` and ``dram_util`` (``gpu_metrics``).
 
 A trace that cannot be written (a read-only directory, nsys missing) is a note, never a failed test.
 """
@@ -29,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import zlib
 from dataclasses import dataclass
@@ -312,3 +316,125 @@ def nsys_command(support: NsysSupport, nodeid: str, output: Path, pytest_args: S
     if support.gpu_metrics:
         cmd.append(f"{support.option}={','.join(support.gpu_metrics)}")
     return cmd + [python, "-m", "pytest", nodeid, "-p", "no:cacheprovider", "-q", *pytest_args]
+
+
+# -- GPU metrics read back from the nsys report ------------------------------------------------------
+#: nsys's GPU metric names (TARGET_INFO_GPU_METRICS.metricName, up to the unit in brackets) each
+#: activity metric sums: DRAM utilisation is read plus write, shares of one peak bandwidth
+GPU_METRIC_NAMES = {
+    "sm_active": ("SMs Active",),
+    "tensor_active": ("Tensor Active",),
+    "issue_active": ("SM Issue",),
+    "dram_util": ("DRAM Read Bandwidth", "DRAM Write Bandwidth"),
+}
+_UNIT = "[Throughput %]"
+_RANGE = re.compile(r"^perf\.measure (\d+): ")
+
+
+@dataclass
+class GpuMetrics:
+    """Means of the GPU metrics nsys sampled: over the whole report (``whole``), and inside each
+    ``perf.measure`` range by its index in the test (``by_measurement``); ``note``: why there are
+    none, or what is missing."""
+
+    whole: Dict[str, float]
+    by_measurement: Dict[int, Dict[str, float]]
+    note: str = ""
+
+
+def _tables(db: Any) -> set:
+    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def _ranges(db: Any, tables: set) -> Dict[int, Tuple[int, int]]:
+    """index -> (start, end) ns of each ``perf.measure`` NVTX range; a range's text is in ``text``
+    or, for a registered string, in StringIds through ``textId``."""
+    if "NVTX_EVENTS" not in tables:
+        return {}
+    cols = {r[1] for r in db.execute("PRAGMA table_info(NVTX_EVENTS)")}
+    if "textId" in cols and "StringIds" in tables:
+        rows = db.execute("SELECT e.start, e.end, COALESCE(e.text, s.value) FROM NVTX_EVENTS e "
+                          "LEFT JOIN StringIds s ON s.id = e.textId")
+    else:
+        rows = db.execute("SELECT start, end, text FROM NVTX_EVENTS")
+    out: Dict[int, Tuple[int, int]] = {}
+    for start, end, text in rows:
+        found = _RANGE.match(str(text or ""))
+        if found and end is not None and end > start:
+            out.setdefault(int(found.group(1)), (int(start), int(end)))
+    return out
+
+
+def _activity(samples: Dict[str, List[float]]) -> Dict[str, float]:
+    out: Dict[str, float] = {}
+    for metric, names in GPU_METRIC_NAMES.items():
+        parts = [samples[n] for n in names if samples.get(n)]
+        if len(parts) == len(names):
+            out[metric] = round(sum(sum(p) / len(p) for p in parts), 2)
+    return out
+
+
+def gpu_metrics(path: Path) -> GpuMetrics:
+    """The activity metrics in an nsys report exported to SQLite: the mean of every sample of
+    each metric (of the GPU with the most samples), over the whole report and inside each
+    ``perf.measure`` range. Tables and columns as the Nsight Systems SQLite Schema Reference gives
+    them: TARGET_INFO_GPU_METRICS (typeId, metricId, metricName), GPU_METRICS (timestamp, typeId,
+    metricId, value), NVTX_EVENTS (start, end, text, textId)."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return GpuMetrics({}, {}, f"{path} could not be read ({exc})")
+    try:
+        tables = _tables(db)
+        if not {"GPU_METRICS", "TARGET_INFO_GPU_METRICS"} <= tables:
+            return GpuMetrics({}, {}, f"{path.name} holds no GPU metrics (nsys sampled none on this board)")
+        names = {(t, m): str(n).split(" [")[0] for t, m, n in db.execute(
+            "SELECT typeId, metricId, metricName FROM TARGET_INFO_GPU_METRICS") if _UNIT in str(n)}
+        counts = db.execute("SELECT typeId, COUNT(*) FROM GPU_METRICS GROUP BY typeId ORDER BY 2 DESC").fetchall()
+        if not counts:
+            return GpuMetrics({}, {}, f"{path.name} holds no GPU metric samples")
+        gpu = counts[0][0]
+        ranges = _ranges(db, tables)
+        whole: Dict[str, List[float]] = {}
+        inside: Dict[int, Dict[str, List[float]]] = {i: {} for i in ranges}
+        for ts, metric_id, value in db.execute(
+                "SELECT timestamp, metricId, value FROM GPU_METRICS WHERE typeId = ? ORDER BY timestamp", (gpu,)):
+            name = names.get((gpu, metric_id))
+            if name is None or value is None:
+                continue
+            whole.setdefault(name, []).append(float(value))
+            for i, (a, b) in ranges.items():
+                if ts is not None and a <= ts <= b:
+                    inside[i].setdefault(name, []).append(float(value))
+    except sqlite3.Error as exc:
+        return GpuMetrics({}, {}, f"{path.name}: its GPU metrics could not be read ({exc})")
+    finally:
+        db.close()
+    out = GpuMetrics(_activity(whole), {i: _activity(s) for i, s in inside.items() if _activity(s)})
+    missing = [m for m in GPU_METRIC_NAMES if m not in out.whole]
+    if missing:
+        out.note = f"{path.name}: nsys sampled no {', '.join(missing)} on this board"
+    return out
+
+
+def export_command(support: NsysSupport, report: Path, sqlite_path: Path) -> List[str]:
+    return [support.path or "nsys", "export", "--type", "sqlite", "--force-overwrite=true",
+            f"--output={sqlite_path}", str(report)]
+
+
+def read_gpu_metrics(support: NsysSupport, report: Path, run: Callable[..., Any] = subprocess.run,
+                     timeout: float = 600.0) -> GpuMetrics:
+    """``report`` (an .nsys-rep) exported beside it to SQLite, and its GPU metrics read back; a
+    note, never an exception, where nsys cannot export or the report holds none."""
+    if not support.gpu_metrics:
+        return GpuMetrics({}, {}, f"{report.name}: no GPU metrics ({support.why})")
+    sqlite_path = report.with_name(report.name[:-len(".nsys-rep")] + ".sqlite") \
+        if report.name.endswith(".nsys-rep") else report.with_suffix(".sqlite")
+    try:
+        done = run(export_command(support, report, sqlite_path), capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return GpuMetrics({}, {}, f"{report.name}: nsys export could not run ({exc})")
+    if getattr(done, "returncode", 1) != 0 or not sqlite_path.exists():
+        said = (getattr(done, "stderr", "") or getattr(done, "stdout", "") or "").strip().splitlines()[-1:] or ["no output"]
+        return GpuMetrics({}, {}, f"{report.name}: nsys export to SQLite failed ({said[0][:200]})")
+    return gpu_metrics(sqlite_path)

@@ -7,7 +7,8 @@
   "averageMs", "medianMs", "percentage"}, ...]``, one row per graph layer, in the same order
   (TREx joins the two by position when their lengths agree).
 
-A profile from the simulator or onnxruntime knows its layers' order, sizes and precisions but not
+A TensorRT profile's layers carry the inspector's own type, format and tactic into the graph. A
+profile (from any backend) knows its layers' order, sizes and precisions but not
 the tensors between them: the graph it writes is a chain (each layer reads the one before it),
 which TREx draws and tabulates, but is not the engine's true topology.
 """
@@ -26,9 +27,10 @@ FORMATS = {"fp32": "Row major linear FP32", "tf32": "Row major linear FP32",
 INPUT = "input"
 
 
-def _tensor(name: str, batch: int, size: Any, precision: str) -> Dict[str, Any]:
+def _tensor(name: str, batch: int, size: Any, precision: str, fmt: Any = None) -> Dict[str, Any]:
+    """``fmt``: the format TensorRT's inspector gave the layer's output, where it did."""
     return {"Name": name, "Dimensions": [int(batch), int(size or 1)],
-            "Format/Datatype": FORMATS.get(precision, "Row major linear FP32")}
+            "Format/Datatype": fmt or FORMATS.get(precision, "Row major linear FP32")}
 
 
 def graph(profile: LayerProfile, batch: int = 1) -> Dict[str, Any]:
@@ -36,7 +38,7 @@ def graph(profile: LayerProfile, batch: int = 1) -> Dict[str, Any]:
     layers: List[Dict[str, Any]] = []
     prev = _tensor(INPUT, batch, profile.layers[0].size if profile.layers else 1, "fp32")
     for x in profile.layers:
-        out = _tensor(f"{x.name} output", batch, x.size, x.precision)
+        out = _tensor(f"{x.name} output", batch, x.size, x.precision, x.format)
         layer = {"Name": x.name, "LayerType": x.type, "Inputs": [prev], "Outputs": [out],
                  "TacticName": x.tactic or (x.kernel or ""), "Metadata": f"bound: {x.bound}" if x.bound else ""}
         layers.append(layer)

@@ -14,7 +14,7 @@ from .harness import measure
 from .host_time import host_loads, host_scale
 from .measurement import Measurement
 from .outputs import OutputsRecord, check_unique, prepare
-from .stages import ACTIVE, Stage
+from .stages import ACTIVE, Stage, measure_range
 
 
 def environment_of(context: Any, engine: Any) -> Dict[str, Any]:
@@ -104,6 +104,8 @@ class Recorder:
             duration, iterations = override, None
         if "telemetry" not in kw:
             kw["telemetry"] = getattr(self.context, "telemetry", None)
+        if "profile" not in kw and getattr(settings, "layer_profile", "on") == "off":
+            kw["profile"] = False  # --jetson-layer-profile=off: no profiling pass after the window
         if "telemetry_interval" not in kw and settings is not None:
             kw["telemetry_interval"] = getattr(settings, "telemetry_interval", None)
         workload = self._workload(target, items, inputs, name)
@@ -111,13 +113,19 @@ class Recorder:
         env.update(kw.pop("environment", None) or {})
         if self.extension is not None and "extend" not in kw:
             kw["extend"] = self.extension(len(self.measurements))
+        device = getattr(self.context, "device", None)
+        on_board = device is not None and not getattr(device, "simulated", True)
+        what = getattr(workload if workload is not None else target, "name", None) or type(target).__name__
+        nvtx_range = measure_range(len(self.measurements), str(what), on_board)  # nsys reads it back
         if workload is None:
-            m = measure(target, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
+            with nvtx_range:
+                m = measure(target, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
             return self.record(m)
         token = ACTIVE.set(workload.stages)
         failure: Optional[BaseException] = None
         try:
-            m = measure(workload, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
+            with nvtx_range:
+                m = measure(workload, duration=duration, iterations=iterations, warmup=warmup, environment=env, **kw)
         except Exception as exc:
             if exc is not workload.raised:
                 raise

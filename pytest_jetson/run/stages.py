@@ -19,7 +19,8 @@ call where the stage ran (calls where it did not run are left out; ``extra["call
 calls where it ran, ``extra["of_calls"]`` all measured calls). Stages may nest under other names
 (the outer one includes the inner); not under their own.
 
-On a board each stage is also an NVTX range of that name (when the ``nvtx`` package is
+On a board each measurement (``measure_range``: ``MEASURE_RANGE``) and each stage is also an NVTX
+range; a stage's range has its name (when the ``nvtx`` package is
 installed; without it, no ranges), so an Nsight Systems trace shows the same names, and its end
 first synchronises the device (``run.gpu_sync``) so GPU work the stage enqueued asynchronously
 counts in the stage: ``sync=`` replaces that (a callable, e.g. ``stream.synchronize``; False:
@@ -31,12 +32,13 @@ the measured function returns. A stage left by an exception lets the exception g
 with a note naming the stage; the measurement is then discarded.
 """
 
+import contextlib
 import contextvars
 import functools
 import importlib
 import importlib.util
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from ..errors import ConfigError
 from .gpu_sync import choose
@@ -60,6 +62,26 @@ def _nvtx() -> Any:
             module = importlib.import_module("nvtx")
         _NVTX.append(module)
     return _NVTX[0]
+
+
+#: The NVTX range around each ``perf.measure`` of a test re-run under Nsight Systems: its index
+#: in the test's measurements and what it measured (``report.trace.gpu_metrics`` reads it back)
+MEASURE_RANGE = "perf.measure {index}: {what}"
+
+
+@contextlib.contextmanager
+def measure_range(index: int, what: str, board: bool) -> Iterator[None]:
+    """An NVTX range named ``MEASURE_RANGE`` around a measurement on a board, when the nvtx
+    package is installed (a push and a pop outside the timed loop); nothing elsewhere."""
+    nvtx = _nvtx() if board else None
+    if nvtx is None:
+        yield
+        return
+    nvtx.push_range(message=MEASURE_RANGE.format(index=index, what=what))
+    try:
+        yield
+    finally:
+        nvtx.pop_range()
 
 
 def check_name(name: Any) -> str:

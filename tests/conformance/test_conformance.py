@@ -186,3 +186,27 @@ def test_a_new_use_in_the_code_makes_the_list_stale(tmp_path: Path, monkeypatch:
     assert found != USED
     assert found["tensorrt"]["Refitter"] == {"args": 2, "guarded": False,
                                              "where": ["pytest_jetson/engines/tensorrt_build.py"]}
+
+
+#: Members of objects TensorRT returns that the per-layer profile uses (``tensorrt_run.Runner.
+#: profile_layers``, ``tensorrt_build.inspect_layers`` and ``_configure``): ``used_api.py`` follows
+#: no object a method returns, so they are listed here, with the releases that run the code.
+#: The profiling pass runs on the name-based API only (8.5 and later); the inspector everywhere.
+PROFILE_MEMBERS = {
+    "ICudaEngine.create_execution_context": "all", "ICudaEngine.create_engine_inspector": "all",
+    "IBuilderConfig.profiling_verbosity": "all", "EngineInspector.execution_context": "all",
+    "EngineInspector.get_engine_information": "all", "LayerInformationFormat.JSON": "all",
+    "IProfiler.report_layer_time": "all",
+    "IExecutionContext.profiler": "v3", "IExecutionContext.enqueue_emits_profile": "v3",
+    "IExecutionContext.report_to_profiler": "v3", "IExecutionContext.set_input_shape": "v3",
+    "IExecutionContext.set_tensor_address": "v3", "IExecutionContext.execute_async_v3": "v3",
+}
+
+
+@pytest.mark.parametrize("version", [t["version"] for t in SURFACES["tensorrt"]])
+def test_the_profiling_pass_uses_only_members_every_release_it_runs_on_has(version: str) -> None:
+    names = next(t for t in SURFACES["tensorrt"] if t["version"] == version)["names"]
+    v3 = "IExecutionContext.execute_async_v3" in names  # 8.2.1 has the binding-index API only
+    missing = [m for m, where in PROFILE_MEMBERS.items() if (where == "all" or v3) and m not in names]
+    assert not missing, f"tensorrt {version} lacks {missing}"
+    assert v3 or version == "8.2.1"

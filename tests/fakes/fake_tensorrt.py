@@ -398,6 +398,8 @@ class IBuilderConfig(_Gated):
         # there is no temporary memory"; at 8.5.2 (8.3 added memory pools) "the size of total
         # global memory in the device"; 10.0 removed the property
         object.__setattr__(self, "_workspace", 0 if _major_minor(VERSION) < (8, 3) else DEVICE_MEMORY)
+        # IBuilderConfig::getProfilingVerbosity (NvInfer.h): "the default is kLAYER_NAMES_ONLY"
+        object.__setattr__(self, "_verbosity", m.ProfilingVerbosity.LAYER_NAMES_ONLY)
 
     # properties in the binding
     default_device_type = property(lambda self: self._device,
@@ -406,6 +408,8 @@ class IBuilderConfig(_Gated):
     max_workspace_size = property(lambda self: self._workspace,
                                   lambda self, v: object.__setattr__(self, "_workspace", int(v)))
     int8_calibrator = property(lambda self: None, lambda self, v: None)
+    profiling_verbosity = property(lambda self: self._verbosity,
+                                   lambda self, v: object.__setattr__(self, "_verbosity", v))
 
     def set_memory_pool_limit(self, pool, pool_size: int) -> None:
         self._pools[pool.name] = int(pool_size)
@@ -494,6 +498,7 @@ class Builder(_Gated):
                 "profiles": max(1, len(config._profiles)),
                 "flags": sorted(f.name for f in config._flags), "dla_core": config._dla if on_dla else -1,
                 "layers": [lay.name for lay in network._layers], "qdq": qdq,
+                "ops": [lay._op for lay in network._layers], "verbosity": config._verbosity.name,
                 "gpu_layers": [lay.name for lay in gpu_layers]}
         return IHostMemory(b"FAKEPLAN" + json.dumps(plan).encode())
 
@@ -559,18 +564,93 @@ class Runtime(_Gated):
         return ICudaEngine(plan)
 
 
+#: "Format/Datatype" of a layer's output in the engine inspector's DETAILED JSON, per the precision
+#: the build's flags allow: the INT8 text is the Developer Guide's example (Engine Inspector);
+#: the others follow its wording ("Row major linear FP32 format" is trtexec's name for kLINEAR FP32)
+_FORMATS = {"INT8": "Thirty-two wide channel vectorized row major Int8 format.",
+            "FP16": "Channel major FP16 format where channel % 8 == 0",
+            "FP32": "Row major linear FP32 format"}
+#: ParameterType of the inspector's layers, per ONNX op (the builder's own LayerType names)
+_PARAMETER_TYPES = {"Conv": "Convolution", "ConvTranspose": "Deconvolution", "MatMul": "MatrixMultiply",
+                    "Gemm": "MatrixMultiply", "Relu": "Activation", "Sigmoid": "Activation",
+                    "Add": "ElementWise", "Mul": "ElementWise", "MaxPool": "Pooling",
+                    "AveragePool": "Pooling", "GlobalAveragePool": "Reduce", "Softmax": "SoftMax",
+                    "Concat": "Concatenation", "Reshape": "Shuffle", "Flatten": "Shuffle", "Transpose": "Shuffle"}
+
+
+def _plan_precision(plan: dict) -> str:
+    flags = set(plan.get("flags") or ())
+    return "INT8" if "INT8" in flags else "FP16" if "FP16" in flags else "FP32"
+
+
+def _inspected_layers(plan: dict, context: Any) -> List[Any]:
+    """The engine's layers as the inspector describes them. DETAILED: one object per layer in the
+    Developer Guide's layout (Name, LayerType, Inputs/Outputs with Dimensions and, once an
+    execution context with its input shapes is set, Format/Datatype: "when the engine is built
+    with dynamic shapes [...] the tensor format information is not shown"), ParameterType,
+    TacticName, TacticValue; an engine whose inputs TensorRT takes in FP32 but runs in FP16/INT8
+    starts with the reformat it inserts ("Reformatting CopyNode for Input Tensor 0 to <layer>").
+    Otherwise (LAYER_NAMES_ONLY, the default) the layer names alone, DLA subgraphs as one
+    ForeignNode."""
+    gpu = set(plan["gpu_layers"])
+    if plan.get("verbosity") != "DETAILED":
+        dla = [n for n in plan["layers"] if n not in gpu]
+        return ([f"{{ForeignNode[{dla[0]}...{dla[-1]}]}}"] if dla else []) + sorted(gpu)
+    precision = _plan_precision(plan)
+    first_in = next(t for t in plan["tensors"] if t["mode"] == "INPUT")
+    shape = list(context._shapes.get(first_in["name"], first_in["shape"])) if context is not None \
+        else list(first_in["shape"])
+
+    def tensor(name: str, fmt: str) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"Name": name, "Dimensions": shape}
+        if context is not None:
+            d["Format/Datatype"] = fmt
+        return d
+
+    out: List[Any] = []
+    layers = [(n, op) for n, op in zip(plan["layers"], plan.get("ops") or []) if n in gpu]
+    if precision != "FP32" and layers:
+        out.append({"Name": f"Reformatting CopyNode for Input Tensor 0 to {layers[0][0]}", "LayerType": "Reformat",
+                    "Inputs": [tensor(first_in["name"], _FORMATS["FP32"])],
+                    "Outputs": [tensor(f"{first_in['name']} copy", _FORMATS[precision])],
+                    "ParameterType": "Reformat", "Origin": "REFORMAT", "TacticValue": "0x0000000000000000"})
+    for i, (name, op) in enumerate(layers):
+        out.append({"Name": name, "LayerType": "CaskConvolution" if op == "Conv" else _PARAMETER_TYPES.get(op, op),
+                    "Inputs": [tensor(f"{name}_in", _FORMATS[precision])],
+                    "Outputs": [tensor(f"{name}_out", _FORMATS[precision])],
+                    "ParameterType": _PARAMETER_TYPES.get(op, op),
+                    "TacticName": f"fake_{precision.lower()}_{op.lower()}_kernel" if op == "Conv" else "",
+                    "TacticValue": f"0x{i + 1:016x}"})
+    return out
+
+
 class EngineInspector(_Gated):
     _binding = "EngineInspector"
 
     def __init__(self, engine: "ICudaEngine") -> None:
         object.__setattr__(self, "_engine", engine)
+        object.__setattr__(self, "_context", None)
+
+    execution_context = property(lambda self: self._context,
+                                 lambda self, v: object.__setattr__(self, "_context", v))
 
     def get_engine_information(self, format) -> str:  # noqa: A002 - the binding's name
         plan = self._engine._plan
-        gpu = set(plan["gpu_layers"])
-        dla = [n for n in plan["layers"] if n not in gpu]
-        names = ([f"{{ForeignNode[{dla[0]}...{dla[-1]}]}}"] if dla else []) + sorted(gpu)
-        return json.dumps({"Layers": names, "Bindings": [t["name"] for t in plan["tensors"]]})
+        return json.dumps({"Layers": _inspected_layers(plan, self._context),
+                           "Bindings": [t["name"] for t in plan["tensors"]]})
+
+
+class IProfiler:
+    """The binding's trampoline class (pyCore.cpp: ``py::class_<IProfiler, PyProfiler>`` with
+    ``py::init<>()`` and ``report_layer_time``, pure virtual: a subclass overrides it)."""
+
+    _binding = "IProfiler"
+
+    def __init__(self) -> None:
+        pass
+
+    def report_layer_time(self, layer_name: str, ms: float) -> None:
+        raise RuntimeError('Tried to call pure virtual function "IProfiler::report_layer_time"')
 
 
 class _InvalidDims:
@@ -600,6 +680,8 @@ class ICudaEngine(_Gated):
     num_bindings = property(lambda self: len(self._tensors) * self._plan.get("profiles", 1))
     num_optimization_profiles = property(lambda self: self._plan.get("profiles", 1))
     num_layers = property(lambda self: len(self._plan["layers"]))
+    profiling_verbosity = property(lambda self: getattr(_MODULE.ProfilingVerbosity,
+                                                        self._plan.get("verbosity") or "LAYER_NAMES_ONLY"))
 
     def _t(self, name: str) -> dict:
         return next(t for t in self._tensors if t["name"] == name)
@@ -670,7 +752,31 @@ class IExecutionContext(_Gated):
         object.__setattr__(self, "_engine", engine)
         object.__setattr__(self, "_shapes", {})
         object.__setattr__(self, "_addresses", {})
+        object.__setattr__(self, "_profiler", None)
+        object.__setattr__(self, "_emits", True)
+        object.__setattr__(self, "_timed", False)
         LOG["contexts"] += 1
+
+    profiler = property(lambda self: self._profiler, lambda self, v: object.__setattr__(self, "_profiler", v))
+    enqueue_emits_profile = property(lambda self: self._emits,
+                                     lambda self, v: object.__setattr__(self, "_emits", bool(v)))
+
+    def _layer_times(self) -> List[Any]:
+        """(layer name, ms) of one inference: ``COMPUTE_MS_PER_ITEM`` per item, shared by the
+        inspector's layers in proportion to their position (1, 2, 3...) so that shares differ."""
+        names = [x if isinstance(x, str) else x["Name"] for x in _inspected_layers(self._engine._plan, self)]
+        weights = list(range(1, len(names) + 1))
+        total = COMPUTE_MS_PER_ITEM * self._batch()
+        return [(n, total * w / sum(weights)) for n, w in zip(names, weights)]
+
+    def report_to_profiler(self) -> bool:
+        # "calculate layer timing [...] for the previous inference launch" (the binding's doc)
+        if self._profiler is None or not self._timed:
+            return False
+        for name, ms in self._layer_times():
+            self._profiler.report_layer_time(name, ms)
+        object.__setattr__(self, "_timed", False)
+        return True
 
     def _set(self, t: dict, shape) -> bool:
         hi, lo = self._engine._max(t), self._engine._min(t)
@@ -717,6 +823,11 @@ class IExecutionContext(_Gated):
 
     def execute_async_v3(self, stream_handle: int) -> bool:
         LOG["enqueue_v3"] += 1
+        object.__setattr__(self, "_timed", self._profiler is not None)
+        if self._profiler is not None:
+            LOG["profiled_enqueues"] += 1
+            if self._emits:  # the enqueue reports the layer times itself
+                self.report_to_profiler()
         fake_pycuda.STATE.trace.append(("enqueue", stream_handle))
         return self._compute(self._addresses, stream_handle)
 
@@ -808,7 +919,8 @@ def nptype_8(trt_type):
 
 
 _CLASSES = (ITensor, ILayer, INetworkDefinition, ParserError, OnnxParser, IOptimizationProfile, ITimingCache,
-            IHostMemory, IBuilderConfig, Builder, Runtime, EngineInspector, ICudaEngine, IExecutionContext)
+            IHostMemory, IBuilderConfig, Builder, Runtime, EngineInspector, ICudaEngine, IExecutionContext,
+            IProfiler)
 _ENUMS = ("BuilderFlag", "NetworkDefinitionCreationFlag", "LayerType", "LayerInformationFormat", "MemoryPoolType",
           "DeviceType", "TensorIOMode", "DataType", "ProfilingVerbosity")
 _MODULE: Any = None
@@ -819,7 +931,7 @@ def reset(version: str = "10.3.0") -> Any:
     global API, VERSION, FAIL_BUILD, DLA_CORES, LOG, _MODULE
     API, VERSION, FAIL_BUILD, DLA_CORES = load_api(version), version, False, 0
     LOG = {"builds": 0, "builders": 0, "configs": [], "enqueue_v3": 0, "enqueue_v2": 0, "ranges": 0,
-           "runtimes": [], "contexts": 0, "parsed_paths": [], "messages": []}
+           "runtimes": [], "contexts": 0, "profiled_enqueues": 0, "parsed_paths": [], "messages": []}
     module = types.ModuleType("tensorrt")
     module.__doc__ = f"FAKE tensorrt {version} (tests/fakes/fake_tensorrt.py)"
     module.__version__ = version
