@@ -140,6 +140,9 @@ def summarise(d: Dict[str, Any], m: Any, confidence: float, keep_profile: bool =
 def test_json(result: Any, samples: str = "summary", confidence: float = 0.99) -> Dict[str, Any]:
     """One test of the report (``TestResult.to_json`` with the verdicts' messages); ``samples``:
     summary (the measurements summarised, ``summarise``) or all."""
+    kept = getattr(result, "kept_json", None)
+    if kept is not None:  # crossed from an xdist worker summarised already: as it came
+        return kept
     d = result.to_json()
     for vd, v in zip(d["verdicts"], result.verdicts):
         vd["message"] = message(v)
@@ -294,6 +297,16 @@ def _as_summarised(m: Any, d: Dict[str, Any]) -> Any:
     return m
 
 
+def result_of(t: Dict[str, Any]) -> TestResult:
+    """One test of a report (``test_json``) as a gate result."""
+    result = TestResult.from_json(t)
+    for m, md in zip(result.measurements, t.get("measurements") or []):
+        _as_summarised(m, md)
+    if any(getattr(m, "ref", None) is not None for m in result.measurements):
+        result.kept_json = t  # type: ignore[attr-defined]
+    return result
+
+
 def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult]:
     """A report's tests as gate results (``Measurement`` and ``Verdict`` objects; a summarised
     measurement answers its metrics from what the report kept, ``_Summarised``); a test the
@@ -301,10 +314,7 @@ def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult
     out = []
     for t in doc.get("tests", []):
         try:
-            result = TestResult.from_json(t)
-            for m, md in zip(result.measurements, t.get("measurements") or []):
-                _as_summarised(m, md)
-            out.append(result)
+            out.append(result_of(t))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             nodeid = t.get("nodeid", "?") if isinstance(t, dict) else "?"
             raise BaselineError(f"report {path}: test {nodeid} cannot be read ({type(exc).__name__}: {exc}); "

@@ -59,3 +59,15 @@ def test_all_keeps_every_sample_and_gz_is_compressed_and_read_back(suite):
 def test_an_unknown_samples_choice_is_a_usage_error(suite):
     r = run(suite, "--jetson-report-samples=some")
     assert r.ret == 4
+
+
+def test_results_cross_from_xdist_workers_summarised_with_their_full_statistics(suite):
+    assert run(suite, "-n", "2", "--jetson-report-json", "xdist.json").ret == 0
+    doc = jsonreport.load(suite.path / "xdist.json")
+    assert len(doc["tests"]) == 5
+    for t in doc["tests"]:
+        m = t["measurements"][0]
+        assert m["samples_kept"] == "summary"
+        # the statistics of every sample the worker had, not re-estimated from 20 quantiles
+        assert m["metrics"]["latency_p99"]["n"] == m["iterations"] > 20
+        assert m["metrics"]["gpu_util"].get("se_log") is not None
