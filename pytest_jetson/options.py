@@ -166,6 +166,11 @@ OPTIONS: Tuple[Option, ...] = (
                 "Ini: jetson_budget."),
     Option("--jetson-report-json", "report_json", metavar="PATH",
            help="write every measurement, telemetry summary and verdict to PATH as JSON"),
+    Option("--jetson-report-samples", "report_samples", default="summary", choices=("summary", "all"),
+           reported=True,
+           help="what the JSON report keeps of each measurement's samples: summary (default: the "
+                "baselines' summary, 20 quantiles and each metric's value and error) or all (every "
+                "sample; the report is gzip-compressed when its path ends in .gz)"),
     Option("--jetson-report-md", "report_md", metavar="PATH", fallback=_step_summary,
            help="write a Markdown summary (default: $GITHUB_STEP_SUMMARY when set)"),
     Option("--jetson-history", "history", metavar="PATH", ini="jetson_history",

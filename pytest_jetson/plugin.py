@@ -886,16 +886,20 @@ class PerfSession:
         data = outcome.get_result()
         result = data.get("jetson") if isinstance(data, dict) else None
         if result is not None and hasattr(result, "to_json"):
-            data["jetson"] = result.to_json()
+            # summarised as the report keeps it (every sample only where a report or plot needs it)
+            from .report.jsonreport import test_json
+
+            s = self.ctx.settings
+            data["jetson"] = result.to_json() if s.plots else test_json(result, s.report_samples, s.confidence)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_report_from_serializable(self, config, data):
         outcome = yield
         report = outcome.get_result()
         if isinstance(getattr(report, "jetson", None), dict):
-            from .gate.session import TestResult
+            from .report.jsonreport import result_of
 
-            report.jetson = TestResult.from_json(report.jetson)
+            report.jetson = result_of(report.jetson)
 
     def pytest_deselected(self, items):
         self.deselected += len(items)

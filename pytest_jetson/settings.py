@@ -30,6 +30,8 @@ class Settings:
     inconclusive: str = "pass"
     confidence: float = 0.99
     report_json: Optional[str] = None
+    #: what the JSON report keeps of the samples: summary (the baselines' summary) or all
+    report_samples: str = "summary"
     report_md: Optional[str] = None
     plots: Optional[str] = None
     #: the SQLite history store each run is appended to (None: none)

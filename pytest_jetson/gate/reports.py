@@ -29,9 +29,14 @@ def _tolerances(result: TestResult) -> Dict[Tuple[Optional[str], str], Optional[
 
 
 def _stats(m: Measurement, names: Sequence[str], confidence: float) -> Dict[str, MetricStats]:
+    """Each metric's statistics: computed from the samples, or those a summarised report kept
+    (``report.jsonreport``: a measurement's ``ref``)."""
+    kept = getattr(getattr(m, "ref", None), "metrics", None)
     out = {}
     for name in names:
-        st = metric_stats(m, name, confidence)
+        st = kept.get(name) if kept is not None else metric_stats(m, name, confidence)
+        if st is not None and kept is not None and st.se_log is not None and st.df is not None:
+            st.ci, st.confidence = st.interval(confidence), confidence
         if st is not None:
             out[name] = st
     return out

@@ -79,6 +79,21 @@ def read_text(path: Path, fix: str, what: str = "baseline file",
               max_bytes: int = MAX_BYTES) -> Optional[str]:
     """The file's text; None when it does not exist. Never blocks on a FIFO, never reads a device.
     ``what`` names the file in messages; ``kind`` says what the file should have been."""
+    data = read_bytes(path, fix, what, kind, max_bytes)
+    return None if data is None else decode(data, path, fix, what)
+
+
+def decode(data: bytes, path: Path, fix: str, what: str = "baseline file") -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BaselineError(f"{what} {path} is not JSON (binary content); {fix}") from None
+
+
+def read_bytes(path: Path, fix: str, what: str = "baseline file",
+               kind: str = "a JSON file written by --jetson-update-baselines",
+               max_bytes: int = MAX_BYTES) -> Optional[bytes]:
+    """``read_text``'s bytes, undecoded."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(str(path), flags)
@@ -123,6 +138,6 @@ def read_text(path: Path, fix: str, what: str = "baseline file",
         os.close(fd)
     try:
         return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as exc:
+    except UnicodeDecodeError:
         raise BaselineError(f"{what} {path} is not JSON (binary content); {fix}") from None
 

@@ -33,6 +33,10 @@ def _holds(path: Path, marks: Sequence[bytes], first_line: bool) -> bool:
     ``first_line``; anywhere, read in chunks, otherwise)."""
     with open(path, "rb") as fh:
         head = fh.read(_SCAN)
+    if head[:2] == b"\x1f\x8b":  # a gzip-compressed JSON report: its text decides
+        return _holds_gzip(path, marks)
+    with open(path, "rb") as fh:
+        head = fh.read(_SCAN)
         if not head.strip() or (first_line and head.lstrip().startswith(tuple(marks))):
             return True
         if first_line:
@@ -45,6 +49,18 @@ def _holds(path: Path, marks: Sequence[bytes], first_line: bool) -> bool:
             tail = chunk[-64:]
             head = fh.read(_SCAN)
     return False
+
+
+def _holds_gzip(path: Path, marks: Sequence[bytes]) -> bool:
+    import gzip
+    import zlib
+
+    try:
+        with gzip.open(path, "rb") as fh:
+            head = fh.read(_SCAN)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return any(m in head for m in marks)
 
 
 def _refusal(option: str, path: Any, root: Optional[Union[str, Path]], kind: str) -> Optional[str]:

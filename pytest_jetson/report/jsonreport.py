@@ -58,6 +58,17 @@ Consumed by ``pytest-jetson compare OLD.json NEW.json`` and ``pytest-jetson plot
       ]
     }
 
+Samples (``--jetson-report-samples``): by default each measurement (and each of its stages and
+pool workers) keeps its samples as the baselines do (``gate.entries``): ``"samples_kept":
+"summary"``, its per-iteration arrays (``latencies``, ``windows``, ``device_latencies``, the
+telemetry series, the simulated engine's prediction) emptied, its per-layer ``profile`` kept only
+for a test that failed, errored or is inconclusive (what ``pytest-jetson explain`` is for; ``all``
+keeps every test's), and the baseline entry's ``"metrics"`` (per metric: value, n,
+se_log, df) and ``"samples"`` (per sample kind, ``SAMPLE_POINTS`` quantiles) added beside
+``"iterations"`` and ``"summary"``: a few KB per test whatever it ran for. ``all`` keeps every
+sample (``"samples_kept": "all"``); a report path ending in ``.gz`` is then written gzip-compressed,
+and ``load`` reads either. The file is compact JSON (no indentation).
+
 Values are in base units (items/s, s, bytes, W, J per item, C, %); ``change`` is
 current / baseline - 1, ``worse`` the same signed so that positive is worse. ``reason`` is one of
 ``gate.verdict.REASONS``; ``message`` is the rendered text, for people only. Paths (models,
@@ -65,14 +76,16 @@ baseline files) are relative to the project root.
 """
 
 import datetime as _dt
+import gzip
 import json
 import math
+import zlib
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
-from ..gate.safe_read import JSONProblem, loads, read_text
+from ..gate.safe_read import JSONProblem, decode, loads, read_bytes
 from ..gate.session import TestResult
 from ..options import REPORTED_FIELDS
 from .counts import TestCounts, from_results
@@ -97,17 +110,61 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _test(result: Any) -> Dict[str, Any]:
+#: the per-iteration arrays a summarised measurement leaves out (``Measurement.to_dict`` fields)
+_ARRAYS = {"latencies": [], "windows": [], "device_latencies": None}
+
+
+#: what a summarised measurement's ``extra`` leaves out: the telemetry series (per reading) and the
+#: simulated engine's prediction (the calibrated model's inputs, the same for every run of a model)
+_EXTRA_LEFT_OUT = ("telemetry_series", "prediction")
+#: the outcomes whose tests keep their per-layer profile in a summarised report (``explain`` reads it)
+_EXPLAINED = ("fail", "error", "inconclusive")
+
+
+def summarise(d: Dict[str, Any], m: Any, confidence: float, keep_profile: bool = False) -> Dict[str, Any]:
+    """A measurement's dict (``Measurement.to_dict``) with its samples summarised as a baseline
+    entry summarises them, its workers' and stages' too: bounded whatever the run's length."""
+    from ..gate.entries import make_entry
+
+    entry = make_entry(m, {}, confidence, recorded="")
+    out = dict(d, **_ARRAYS, samples_kept="summary", iterations=len(getattr(m, "latencies", ()) or ()),
+               metrics=entry["metrics"], samples=entry["samples"])
+    if not keep_profile:
+        out.pop("profile", None)
+    out["extra"] = {k: v for k, v in (d.get("extra") or {}).items() if k not in _EXTRA_LEFT_OUT}
+    stages = getattr(m, "stages", None) or {}
+    if stages and isinstance(d.get("stages"), dict):
+        out["stages"] = {k: summarise(d["stages"][k], stages[k], confidence, keep_profile) for k in d["stages"] if k in stages}
+    workers = getattr(m, "workers", None) or []
+    if workers and isinstance(d.get("workers"), list):
+        out["workers"] = [summarise(wd, w, confidence, keep_profile) for wd, w in zip(d["workers"], workers)]
+    return out
+
+
+def test_json(result: Any, samples: str = "summary", confidence: float = 0.99) -> Dict[str, Any]:
+    """One test of the report (``TestResult.to_json`` with the verdicts' messages); ``samples``:
+    summary (the measurements summarised, ``summarise``) or all."""
+    kept = getattr(result, "kept_json", None)
+    if kept is not None:  # crossed from an xdist worker summarised already: as it came
+        return kept
     d = result.to_json()
     for vd, v in zip(d["verdicts"], result.verdicts):
         vd["message"] = message(v)
+    if samples == "all":
+        for md in d["measurements"]:
+            md["samples_kept"] = "all"
+    else:
+        keep = result.outcome in _EXPLAINED
+        d["measurements"] = [summarise(md, m, confidence, keep) for md, m in zip(d["measurements"], result.measurements)]
     return d
 
 
 def build(results: Sequence[Any], settings: Any, device: Any, counts: Optional[TestCounts] = None,
           target: Optional[Dict[str, Any]] = None, provenance: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The report; ``provenance``: its "commit" and "machine" blocks."""
-    tests = [_test(r) for r in results]
+    samples = getattr(settings, "report_samples", None) or "summary"
+    confidence = float(getattr(settings, "confidence", 0.99) or 0.99)
+    tests = [r if isinstance(r, dict) else test_json(r, samples, confidence) for r in results]
     counts = counts if counts is not None else from_results(results)
     fp = device.fingerprint() if hasattr(device, "fingerprint") else dict(device or {})
     return _clean({
@@ -125,9 +182,28 @@ def build(results: Sequence[Any], settings: Any, device: Any, counts: Optional[T
 
 
 def write(path: Union[str, Path], report: Dict[str, Any]) -> Path:
+    """Compact JSON (an indented report of a thousand tests is mostly spaces); gzip-compressed
+    when ``path`` ends in ``.gz``."""
     path = Path(path)
-    fileio.write_atomic(path, json.dumps(report, sort_keys=True, indent=2, allow_nan=False) + "\n")
+    text = json.dumps(report, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    if path.suffix == ".gz":
+        fileio.write_atomic(path, gzip.compress(text.encode("utf-8"), mtime=0))
+    else:
+        fileio.write_atomic(path, text)
     return path
+
+
+def _inflate(data: bytes, path: Path, fix: str) -> bytes:
+    """A gzipped report's bytes, never more than MAX_REPORT_BYTES (a small file can inflate to any size)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, MAX_REPORT_BYTES + 1)
+    except zlib.error as exc:
+        raise BaselineError(f"report {path} is not a readable gzip file ({exc}); {fix}") from None
+    if len(out) > MAX_REPORT_BYTES:
+        raise BaselineError(f"report {path} inflates to more than {MAX_REPORT_BYTES} bytes, more than any "
+                            f"report; {fix}")
+    return out
 
 
 def load(path: Union[str, Path]) -> Dict[str, Any]:
@@ -138,10 +214,13 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
         raise BaselineError(f"report {path} is a directory; pass the JSON file written by "
                             f"--jetson-report-json (e.g. {path / 'report.json'})")
     fix = f"re-create it with pytest --jetson-report-json {path}"
-    text = read_text(path, fix, what="report", kind="the JSON file written by --jetson-report-json",
-                     max_bytes=MAX_REPORT_BYTES)
-    if text is None:
+    data = read_bytes(path, fix, what="report", kind="the JSON file written by --jetson-report-json",
+                      max_bytes=MAX_REPORT_BYTES)
+    if data is None:
         raise BaselineError(f"report {path} does not exist; write one with pytest --jetson-report-json {path}")
+    if data[:2] == b"\x1f\x8b":
+        data = _inflate(data, path, fix)
+    text = decode(data, path, fix, what="report")
     try:
         doc = loads(text)
     except RecursionError:
@@ -162,13 +241,95 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
     return doc
 
 
+class _Summarised:
+    """A measurement read from a summarised report: its metrics are the values the report kept
+    (``"summary"``), its samples the kept quantiles, and ``ref`` the statistics as a baseline
+    reference (``gate.entries.entry_ref``: value, n, se_log, df per metric) for comparisons."""
+
+    kept: Dict[str, Any]
+    ref: Any
+    kept_iterations: int
+
+    @property
+    def iterations(self) -> int:
+        return self.kept_iterations
+
+    def metric(self, name: str) -> Optional[float]:
+        from ..metrics import METRICS
+
+        if name not in METRICS:
+            raise KeyError(name)
+        value = self.kept.get(name)
+        if isinstance(value, dict):  # a pool's per-process spread: its minimum, as metric() gives
+            value = value.get("min")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def metric_samples(self, name: str) -> Optional[List[float]]:
+        from ..metrics import METRICS
+
+        st = self.ref.metrics.get(name)
+        return list(st.sample) if st is not None and st.sample and METRICS[name].samples else None
+
+
+def _summarised_class(base: type) -> type:
+    from ..metrics import METRICS
+    from ..run.measurement import Spread
+
+    def reader(name: str) -> property:
+        def get(self: Any) -> Any:
+            value = self.kept.get(name)
+            if isinstance(value, dict):
+                return Spread.from_dict(value)
+            return self.metric(name)
+        return property(get)
+
+    props = {n: reader(n) for n in METRICS if isinstance(getattr(base, n, None), property)}
+    return type("Summarised" + base.__name__, (_Summarised, base), props)
+
+
+_CLASSES: Dict[type, type] = {}
+
+
+def _as_summarised(m: Any, d: Dict[str, Any]) -> Any:
+    """``m`` (read by ``Measurement.from_dict`` from the summarised ``d``) answering from what the
+    report kept; its stages and workers too."""
+    from ..gate.entries import entry_ref
+
+    if d.get("samples_kept") != "summary" or not isinstance(d.get("summary"), dict):
+        return m
+    base = type(m)
+    cls = _CLASSES.get(base) or _CLASSES.setdefault(base, _summarised_class(base))
+    m.__class__ = cls
+    m.kept = dict(d["summary"])
+    m.kept_iterations = int(d.get("iterations") or 0)
+    m.ref = entry_ref({"metrics": d.get("metrics") or {}, "samples": d.get("samples") or {}})
+    for name, stage in (getattr(m, "stages", None) or {}).items():
+        if isinstance((d.get("stages") or {}).get(name), dict):
+            _as_summarised(stage, d["stages"][name])
+    for w, wd in zip(getattr(m, "workers", None) or [], d.get("workers") or []):
+        if isinstance(wd, dict):
+            _as_summarised(w, wd)
+    return m
+
+
+def result_of(t: Dict[str, Any]) -> TestResult:
+    """One test of a report (``test_json``) as a gate result."""
+    result = TestResult.from_json(t)
+    for m, md in zip(result.measurements, t.get("measurements") or []):
+        _as_summarised(m, md)
+    if any(getattr(m, "ref", None) is not None for m in result.measurements):
+        result.kept_json = t  # type: ignore[attr-defined]
+    return result
+
+
 def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult]:
-    """A report's tests as gate results (``Measurement`` and ``Verdict`` objects); a test the
+    """A report's tests as gate results (``Measurement`` and ``Verdict`` objects; a summarised
+    measurement answers its metrics from what the report kept, ``_Summarised``); a test the
     report holds in another shape is a BaselineError naming the file and the test."""
     out = []
     for t in doc.get("tests", []):
         try:
-            out.append(TestResult.from_json(t))
+            out.append(result_of(t))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             nodeid = t.get("nodeid", "?") if isinstance(t, dict) else "?"
             raise BaselineError(f"report {path}: test {nodeid} cannot be read ({type(exc).__name__}: {exc}); "
