@@ -173,9 +173,10 @@ class _Run:
     def __init__(self, engine: Engine, plan: _Plan, t0: float) -> None:
         self.engine = engine
         self.plan = plan
-        # C doubles as they come (8 bytes a sample, not a float object and a list slot)
-        self.lat: List[float] = Samples()
-        self.ends: List[float] = Samples()
+        # lists while the loop runs (their append is the cheapest: an array's converts each float
+        # in the timed loop); the Measurement keeps the latencies as C doubles
+        self.lat: List[float] = []
+        self.ends: List[float] = []
         self.dev: Optional[List[float]] = [] if _reports_device_time(engine) else None
         self.t0 = self.t_end = t0
         self.windows: List[float] = []
