@@ -16,6 +16,7 @@ import pytest
 from pytest_jetson.clock import WallClock
 from pytest_jetson.devices.device import simulated
 from pytest_jetson.engines import open_engine
+from pytest_jetson.engines.base import Engine
 from pytest_jetson.run.harness import measure
 from tests.fakes.onnx_models import tiny_onnx
 
@@ -111,3 +112,109 @@ def test_simulated_ten_second_measurement(benchmark, model, batch):
     benchmark.extra_info.update(virtual_s=m.duration, iterations=m.iterations, ratio_to_goal=real / 0.050)
     print(f"\nsimulated 10 s of {engine.name} ({m.iterations} iterations): {real * 1e3:.2f} ms real "
           f"= {real / 0.050:.1%} of the 50 ms goal")
+
+
+class _NoOpEngine(Engine):
+    """An engine of the contract that does nothing: a loop around it is all loop."""
+
+    backend = "noop"
+
+    def __init__(self, clock):
+        super().__init__()
+        self.name, self.clock = "noop", clock
+
+    def _infer(self, batch):
+        return None
+
+
+class _FormerWallClock(WallClock):
+    """The former wall clock: a method around ``time.perf_counter``."""
+
+    def now(self):
+        return time.perf_counter()
+
+
+def _bare_timed_loop(engine, n):
+    """The loop a user would write: call, read ``perf_counter``, keep the latency."""
+    infer, now = engine.infer, time.perf_counter
+    lat = []
+    append = lat.append
+    t0 = prev = now()
+    for _ in range(n):
+        infer(1)
+        t = now()
+        append(t - prev)
+        prev = t
+    return now() - t0
+
+
+def _timed_run(engine, n):
+    t0 = time.perf_counter()
+    engine.timed_run(1, t0, None, n, [], [], None)
+    return time.perf_counter() - t0
+
+
+def _measure(engine, n):
+    t0 = time.perf_counter()
+    measure(engine, iterations=n, warmup=0, profile=False)
+    return time.perf_counter() - t0
+
+
+def test_harness_cost_ratio_to_a_bare_perf_counter_loop(benchmark):
+    """Per iteration, around an engine that does nothing (goal: the harness's loop at most 1.15x
+    the bare loop): the harness's timed loop, the whole ``measure`` call (plan, samples kept as
+    C doubles, summary) and the loop on the former wall clock, interleaved in rounds, best of
+    each (JETSON_BENCH_ROUNDS rounds, default 30, of 20,000 iterations)."""
+    _skip_if_disabled(benchmark)
+    import os
+
+    rounds, n = int(os.environ.get("JETSON_BENCH_ROUNDS", "30")), 20_000
+    engine, former = _NoOpEngine(WallClock()), _NoOpEngine(_FormerWallClock())
+    runs = {"bare": [], "timed loop": [], "measure": [], "timed loop, former clock": []}
+    for _ in range(rounds):
+        runs["bare"].append(_bare_timed_loop(engine, n))
+        runs["timed loop"].append(_timed_run(engine, n))
+        runs["measure"].append(_measure(engine, n))
+        runs["timed loop, former clock"].append(_timed_run(former, n))
+    bare = min(runs["bare"])
+    ratios = {k: round(min(v) / bare, 3) for k, v in runs.items() if k != "bare"}
+    benchmark.extra_info.update(bare_ns_per_iteration=round(bare / n * 1e9, 1), rounds=rounds,
+                                **{f"ratio {k}": r for k, r in ratios.items()})
+    benchmark.pedantic(_timed_run, args=(engine, n), rounds=1, iterations=1)
+    print(f"\nbare perf_counter loop {bare / n * 1e9:.0f} ns per iteration; per iteration against it: "
+          + ", ".join(f"{k} {r:.3f}x" for k, r in ratios.items()) + f" (best of {rounds} interleaved rounds)")
+
+
+def test_memory_per_iteration_held_and_peak(benchmark):
+    """tracemalloc around a simulated measurement of JETSON_BENCH_ITERATIONS iterations (default
+    200,000): bytes per iteration held by the Measurement after it returns, and at the peak
+    while it ran and summarised (its samples as C doubles: 8 bytes each held)."""
+    _skip_if_disabled(benchmark)
+    import os
+    import sys
+    import tracemalloc
+
+    n = int(os.environ.get("JETSON_BENCH_ITERATIONS", "200000"))
+    engine = open_engine("mobilenet_v2", backend="simulated", device=simulated("orin-nano"), precision="int8")
+    measure(engine, iterations=100, warmup=0, profile=False)
+    out = {}
+
+    def run():
+        tracemalloc.start()
+        try:
+            m = measure(engine, iterations=n, warmup=0, profile=False)
+            m.summary()
+            held, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        out.update(held=held, peak=peak, iterations=m.iterations, samples=sys.getsizeof(m.latencies))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    held, peak = out["held"] / n, out["peak"] / n
+    benchmark.extra_info.update(iterations=n, held_bytes_per_iteration=round(held, 2),
+                                latency_samples_bytes_per_iteration=round(out["samples"] / n, 2),
+                                peak_bytes_per_iteration=round(peak, 2),
+                                held_mb_at_3_million=round(held * 3e6 / 1e6, 1))
+    print(f"\n{n} iterations: {held:.1f} B per iteration held (its latencies {out['samples'] / n:.1f} B), "
+          f"{peak:.1f} B at peak "
+          f"({held * 3e6 / 1e6:.0f} MB held at 3 million iterations)")

@@ -23,6 +23,7 @@ from pytest_jetson.run.pool import run_pool
 pytest.importorskip("pytest_benchmark")
 # the fake engines live in tests/fakes (imported as ``fakes``); spawned workers inherit this path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # pool_baseline
 
 FAKE = ("fake", {"engine_factory": "fakes.pools:open_fake", "delay": 0.001})
 WINDOW, WARMUP = 0.2, 0.05
@@ -137,3 +138,32 @@ def test_bench_no_orphans_at_random_moments(benchmark, tmp_path):
     benchmark.extra_info.update(summary)
     print("\n" + "\n".join(f"{k}: {v}" for k, v in summary.items()))
     assert left == 0, [r for r in results if r["left"]]
+
+
+def test_bench_pool_spin_up_against_multiprocessing_alone(benchmark):
+    """The whole pool call against multiprocessing doing what its workers do (spawn, open the
+    same engine, run the window, send the latencies back, join; ``benchmarks/pool_baseline.py``),
+    side by side in interleaved rounds (JETSON_BENCH_ROUNDS, default 3) at a 10 ms window:
+    goal at most 1.3x. extra_info: both medians and their ratio."""
+    import os
+
+    import pool_baseline
+
+    rounds = int(os.environ.get("JETSON_BENCH_ROUNDS", "3"))
+    factory, options = FAKE[1]["engine_factory"], {"delay": FAKE[1]["delay"]}
+    window, processes = 0.01, 2
+    pool, alone = [], []
+
+    def once():
+        for _ in range(rounds):
+            alone.append(pool_baseline.run(processes, factory, options, window))
+            t = time.perf_counter()
+            run_pool(FAKE, processes=processes, backend="onnxruntime", duration=window, warmup=0)
+            pool.append(time.perf_counter() - t)
+
+    benchmark.pedantic(once, rounds=1, iterations=1)
+    ratio = float(np.median(pool) / np.median(alone))
+    benchmark.extra_info.update(processes=processes, rounds=rounds, pool_s_median=float(np.median(pool)),
+                                multiprocessing_s_median=float(np.median(alone)), ratio=ratio)
+    print(f"\npool of {processes}: {np.median(pool):.3f} s, multiprocessing alone {np.median(alone):.3f} s: "
+          f"{ratio:.2f}x (medians of {rounds} interleaved rounds)")

@@ -22,7 +22,7 @@ Timing is the harness's job; an engine only says which clock its time is on (``c
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -125,22 +125,37 @@ class Engine:
         n = 0
         limit_t, limit_n = loop_limits(until_t, until_n)
         append_lat, append_end = latencies.append, ends.append
-        append_dev: Optional[Callable[[Any], None]] = None if device_times is None else device_times.append
-        while n != limit_n and prev < limit_t:
-            infer(batch)
-            t = now()
-            append_lat(t - prev)
-            append_end(t)
-            if append_dev is not None:
+        # two loops, so the one without device times tests nothing per iteration for them
+        if device_times is None:
+            while n != limit_n and prev < limit_t:
+                infer(batch)
+                t = now()
+                append_lat(t - prev)
+                append_end(t)
+                prev = t
+                n += 1
+                if n == STALL_ITERATIONS:
+                    self._check_moved(t, t_start)
+        else:
+            append_dev = device_times.append
+            while n != limit_n and prev < limit_t:
+                infer(batch)
+                t = now()
+                append_lat(t - prev)
+                append_end(t)
                 append_dev(self.last_device_time)
-            prev = t
-            n += 1
-            if n == STALL_ITERATIONS and t == t_start:
-                raise EngineError(
-                    f"{self.name or type(self).__name__}: its clock did not move in {STALL_ITERATIONS} "
-                    "iterations; a simulated engine must advance its virtual clock (SimClock.advance) "
-                    "in infer()")
+                prev = t
+                n += 1
+                if n == STALL_ITERATIONS:
+                    self._check_moved(t, t_start)
         return prev
+
+    def _check_moved(self, t: float, t_start: float) -> None:
+        if t == t_start:
+            raise EngineError(
+                f"{self.name or type(self).__name__}: its clock did not move in {STALL_ITERATIONS} "
+                "iterations; a simulated engine must advance its virtual clock (SimClock.advance) "
+                "in infer()")
 
     def measurement_extra(self, batch: int) -> Dict[str, Any]:
         """What a Measurement of this engine at ``batch`` carries beyond its samples

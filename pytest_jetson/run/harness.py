@@ -27,7 +27,7 @@ from ..engines.layer_profile import LayerProfile
 from ..errors import ConfigError
 from ..units import LONGEST_MEASUREMENT_S, MAX_ITERATIONS, format_duration, parse_duration
 from . import arrival
-from .measurement import Measurement
+from .measurement import Measurement, Samples
 from .window import MeasuredWindow
 
 DEFAULT_WINDOW = 1.0  # s, adaptive mode; perf_analyzer's default is 5 s, too slow for a suite
@@ -173,6 +173,8 @@ class _Run:
     def __init__(self, engine: Engine, plan: _Plan, t0: float) -> None:
         self.engine = engine
         self.plan = plan
+        # lists while the loop runs (their append is the cheapest: an array's converts each float
+        # in the timed loop); the Measurement keeps the latencies as C doubles
         self.lat: List[float] = []
         self.ends: List[float] = []
         self.dev: Optional[List[float]] = [] if _reports_device_time(engine) else None
@@ -232,7 +234,7 @@ class _Run:
         measured = 1.0
         while self.lat:
             # a provisional measurement (copies: the lists grow on) for the comparison to look at
-            so_far = _measurement(self.engine, plan.name, plan.batch, list(self.lat),
+            so_far = _measurement(self.engine, plan.name, plan.batch, Samples(self.lat),
                                   None if self.dev is None else list(self.dev), self.t_end - self.t0,
                                   window.peek(len(self.lat) * plan.batch),
                                   _windows_by_count(self.ends, self.t0, plan.batch), None, environment,
@@ -384,7 +386,7 @@ def _measurement(engine: Engine, name: str, b: int, lat: List[float], dev: Optio
     device_latencies = None
     host_overhead = None
     if dev and all(d is not None for d in dev):
-        device_latencies = [float(d) for d in dev]
+        device_latencies = Samples(dev)
         host_overhead = max(0.0, (sum(lat) - sum(device_latencies)) / len(lat))
     return Measurement(
         name=name,

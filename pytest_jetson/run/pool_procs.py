@@ -69,8 +69,10 @@ class WorkerState:
         return text.strip()
 
 
-def describe_exit(exitcode: Optional[int]) -> str:
-    """A process's exit status in words: 'exit code 1', 'killed by SIGSEGV (signal 11)'."""
+def describe_exit(exitcode: Optional[int], stopped_by_pool: Optional[str] = None) -> str:
+    """A process's exit status in words: 'exit code 1', 'killed by SIGSEGV (signal 11)'.
+    ``stopped_by_pool``: why the pool itself signalled it, if it did (then a SIGKILL or SIGTERM
+    is the pool's, not the OOM killer's)."""
     if exitcode is None:
         return "still running"
     if exitcode < 0:
@@ -79,7 +81,9 @@ def describe_exit(exitcode: Optional[int]) -> str:
         except ValueError:
             name = f"signal {-exitcode}"
         words = f"killed by {name} (signal {-exitcode})"
-        if name == "SIGKILL":
+        if stopped_by_pool and name in ("SIGKILL", "SIGTERM"):
+            words += f"; the pool stopped it: {stopped_by_pool}"
+        elif name == "SIGKILL":
             words += "; the kernel's OOM killer sends SIGKILL when memory runs out"
         return words
     return f"exit code {exitcode}"
@@ -319,9 +323,10 @@ class ProcessPool:
         self._terminate([w])
         fix = (" Pass a longer deadline= if the engine build is just slow." if w.loaded is None
                else "")
+        why = f"no result within {limit}"
         raise WorkerError(
-            f"{self._who(w)} hung {self._phase_of(w)}: no result within {limit}; stopped it "
-            f"({describe_exit(w.process.exitcode)}).{fix}" + self._output_of(w) + self._others(w)
+            f"{self._who(w)} hung {self._phase_of(w)}: {why}; stopped it "
+            f"({describe_exit(w.process.exitcode, why)}).{fix}" + self._output_of(w) + self._others(w)
         )
 
     def _who(self, w: WorkerState) -> str:

@@ -297,3 +297,13 @@ def test_recorder_attaches_simulated_telemetry_by_default():
     assert m.power == pytest.approx(engine.prediction.power, rel=0.05)
     assert m.energy == pytest.approx(engine.prediction.energy, rel=0.05)
     assert Measurement.from_dict(json.loads(json.dumps(m.to_dict()))).power == pytest.approx(m.power)
+
+
+def test_the_wall_clock_is_read_by_perf_counter_itself():
+    """A timed loop reads the clock once per iteration: the wall clock's ``now`` is
+    ``time.perf_counter`` itself, no Python call around it."""
+    import time
+
+    from pytest_jetson.clock import WallClock
+
+    assert WallClock().now is time.perf_counter and WallClock.now is time.perf_counter

@@ -55,3 +55,46 @@ def test_unknown_metric_is_a_key_error():
     with pytest.raises(KeyError):
         make().metric("speed")
     assert set(METRICS) >= {"throughput", "latency_p99", "memory", "power", "energy"}
+
+
+def test_samples_are_held_as_c_doubles_and_read_like_a_list():
+    """A measurement of 20,000 simulated iterations keeps 8 bytes per latency (a list of floats
+    held about 32), and its samples still index, iterate, compare and pickle as a list did."""
+    import pickle
+    import tracemalloc
+
+    from pytest_jetson.devices.device import simulated
+    from pytest_jetson.engines import open_engine
+    from pytest_jetson.run.harness import measure
+
+    engine = open_engine("mobilenet_v2", backend="simulated", device=simulated("orin-nano"), precision="int8")
+    measure(engine, iterations=100, warmup=0, profile=False)  # first-call caches out of the count
+    tracemalloc.start()
+    try:
+        m = measure(engine, iterations=20_000, warmup=0, profile=False)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(m.latencies) == m.iterations == 20_000
+    assert held / 20_000 < 12  # 8 bytes a sample, the slack of growing, the measurement's own few KB
+    assert m.latencies == list(m.latencies) and m.latencies[-1] == list(m.latencies)[-1]
+    back = pickle.loads(pickle.dumps(m))
+    assert back.latencies == m.latencies and back.summary() == m.summary()
+    assert json.loads(json.dumps(m.to_dict()))["latencies"] == list(m.latencies)
+
+
+def test_the_summary_reads_the_samples_once(monkeypatch):
+    """Every latency percentile of a summary comes from one pass over the samples, not one
+    conversion and sort per metric."""
+    import numpy as np
+
+    from pytest_jetson.run import measurement
+
+    calls = []
+    real = np.percentile
+    monkeypatch.setattr(measurement.np, "percentile", lambda *a, **k: calls.append(1) or real(*a, **k))
+    m = make([0.01 + 0.001 * (i % 7) for i in range(1000)])
+    first = m.summary()
+    assert m.summary() == first and len(calls) == 1
+    m.latencies.append(0.5)  # more samples: computed again, with the new one
+    assert m.summary()["latency_max"] == 0.5 and len(calls) == 2

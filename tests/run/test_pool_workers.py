@@ -122,6 +122,23 @@ def test_worker_that_hangs_in_the_window(no_orphans):
     assert time.perf_counter() - t < 20
 
 
+@pytest.mark.slow
+def test_a_worker_the_pool_killed_is_not_blamed_on_the_oom_killer(no_orphans):
+    """A hung worker (stuck in a C call) is stopped by the pool, SIGTERM then SIGKILL: the
+    message says the pool stopped it and why; a SIGKILL the pool did not send may be the OOM
+    killer's."""
+    from pytest_jetson.run.pool_procs import describe_exit
+
+    with pytest.raises(WorkerError) as info:
+        run_pool(_fake(fault="hang-native", fault_worker=1), processes=2, deadline="15s", **QUICK)
+    msg = str(info.value)
+    assert "pool worker 1 of 2" in msg and "hung during the measurement window" in msg
+    assert "; the pool stopped it: no result within" in msg and "OOM" not in msg
+    assert describe_exit(-9, "no result within 5 s") == (
+        "killed by SIGKILL (signal 9); the pool stopped it: no result within 5 s")
+    assert "OOM killer" in describe_exit(-9)
+
+
 def test_worker_that_hangs_while_loading(no_orphans):
     with pytest.raises(WorkerError) as info:
         run_pool(_fake(fault="hang-on-load", fault_worker=0), processes=2, deadline="1.5s", **QUICK)

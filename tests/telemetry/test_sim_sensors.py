@@ -4,6 +4,8 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_jetson.clock import SimClock
 from pytest_jetson.devices.device import simulated as simulated_device
@@ -175,3 +177,58 @@ def test_loads_are_read_from_the_clock_wherever_they_were_announced_from():
     power = {r.t: r.board_power_w for r in src.generate(0.0, 10.0, 1.0)}
     assert power[3.0] == pytest.approx(10.0, rel=0.05) and power[7.0] == pytest.approx(20.0, rel=0.05)
     assert power[5.0] == pytest.approx(4.0, rel=0.05)  # idle between them, at the idle power
+
+
+def _naive_edges(loads, a, b):
+    return sorted({x for rec in loads for x in rec[:2] if a < x < b})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 3), st.booleans(), st.floats(0, 4)), min_size=1,
+                max_size=30))
+def test_load_edges_are_every_start_and_end_in_the_span(steps):
+    """Stretches announced at the present, in the past, left to grow, asked about in spans that
+    move forward (a source sampling) or look back (a second window): the same edges as a scan of
+    every stretch."""
+    clock = SimClock()
+    rec = None
+    for gap, length, grow, back in steps:
+        clock.advance(gap)
+        t = clock.now()
+        if grow and rec is not None and rec[1] <= t:
+            rec[1] = t + length  # the running stretch grows at the present
+        else:
+            rec = clock.announce(object(), t, t + length)
+        clock.announce(object(), max(0.0, t - back), max(0.0, t - back) + length / 2)  # announced late
+        for a, b in ((t - 1.0, t + length), (t - back - 1.0, t + 1.0)):
+            assert clock.load_edges(a, b) == _naive_edges(clock.loads, a, b)
+
+
+class _CountingList(list):
+    """Counts the stretches read out of the clock's record."""
+
+    read = 0
+
+    def __getitem__(self, key):
+        got = super().__getitem__(key)
+        _CountingList.read += len(got) if isinstance(key, slice) else 1
+        return got
+
+
+def test_a_long_session_reads_the_recent_stretches_only():
+    """A source walking forward through a session of 2,000 stretches looks at the few near the
+    span it is asked about, not at every stretch since the session began (which made a suite of
+    simulated tests quadratic)."""
+    clock = SimClock()
+    clock.loads = _CountingList()
+    for _ in range(2000):
+        t = clock.now()
+        clock.announce(object(), t, t + 1.0)
+        clock.advance(1.5)
+        clock.load_edges(t - 0.5, clock.now())
+    _CountingList.read = 0
+    t = clock.now()
+    clock.announce(object(), t, t + 1.0)
+    clock.advance(1.5)
+    assert clock.load_edges(t - 0.25, clock.now()) == [t, t + 1.0]
+    assert _CountingList.read <= 8
