@@ -30,6 +30,7 @@ from ..errors import EngineError, ModelError
 from ..fileio import file_kind
 from ..models import zoo
 from ..models.reference import Model, resolve
+from .cache import external_data
 
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 
@@ -612,6 +613,13 @@ def check_onnx_path(model: ModelRef, where: str) -> Path:
             f"{where}: ONNX file {str(path)!r} does not exist; pass an existing .onnx path or a "
             "zoo name (`pytest-jetson models` lists them)"
         )
+    outside = external_data(path)[1]
+    if outside:
+        # onnx before 1.21 (all of it on Python 3.8 and 3.9), onnxruntime and TensorRT's parser
+        # would read these files wherever they point: a model must not reach out of its folder
+        raise ModelError(f"{where}: ONNX file {str(path)!r} keeps weights outside its folder "
+                         f"({', '.join(map(repr, outside[:3]))}: a '../' path, an absolute path or a link "
+                         f"out); move the external-data files beside the model and re-save it")
     return path
 
 

@@ -25,7 +25,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..fileio import lock as fileio_lock
 from ..fileio import write_atomic
@@ -48,31 +48,36 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def onnx_digest(path: Path) -> str:
-    """Hash of the ONNX file plus its external-data files (weights stored beside the graph)."""
-    h = hashlib.sha256(file_sha256(path).encode())
-    folder = path.parent
+def external_data(path: Path) -> "Tuple[List[str], List[str]]":
+    """(locations inside the model's folder, locations outside it) of the weights the ONNX file
+    keeps in external-data files; both empty when the graph cannot be read (its parser says why).
+    Outside is ``../``, an absolute path or a link that resolves out of the folder."""
+    inside: List[str] = []
+    outside: List[str] = []
     try:
         import onnx
 
         proto = onnx.load(str(path), load_external_data=False)
-        locations = set()
-        for init in proto.graph.initializer:
-            for entry in init.external_data:
-                if entry.key == "location":
-                    locations.add(entry.value)
-        base = folder.resolve()
-        for loc in sorted(locations):
-            data = (folder / loc).resolve()
-            # weights named outside the model's folder (``../``, an absolute path, a link out)
-            # are no part of the model: onnx refuses to load them, so nothing here reads them
-            if base not in data.parents:
-                continue
-            if data.is_file():
-                h.update(loc.encode())
-                h.update(file_sha256(data).encode())
     except Exception:
-        pass  # an unreadable graph fails in the parser with its own message
+        return inside, outside
+    locations = {entry.value for init in proto.graph.initializer for entry in init.external_data
+                 if entry.key == "location"}
+    base = Path(path).parent.resolve()
+    for loc in sorted(locations):
+        (inside if base in (base / loc).resolve().parents else outside).append(loc)
+    return inside, outside
+
+
+def onnx_digest(path: Path) -> str:
+    """Hash of the ONNX file plus its external-data files (weights stored beside the graph).
+    Weights named outside the model's folder are no part of it and are never read."""
+    h = hashlib.sha256(file_sha256(path).encode())
+    folder = path.parent
+    for loc in external_data(path)[0]:
+        data = folder / loc
+        if data.is_file():
+            h.update(loc.encode())
+            h.update(file_sha256(data).encode())
     return h.hexdigest()
 
 

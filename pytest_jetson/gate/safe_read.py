@@ -136,8 +136,4 @@ def read_bytes(path: Path, fix: str, what: str = "baseline file",
         raise BaselineError(f"{what} {path} cannot be read ({exc.strerror or exc}); {fix}") from None
     finally:
         os.close(fd)
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError:
-        raise BaselineError(f"{what} {path} is not JSON (binary content); {fix}") from None
-
+    return b"".join(chunks)

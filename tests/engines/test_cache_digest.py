@@ -84,3 +84,42 @@ def test_external_data_named_outside_the_models_folder_is_not_read(tmp_path):
     before = cache.onnx_digest(path)
     outside.write_bytes(b"y" * 16)
     assert cache.onnx_digest(path) == before
+
+
+def _model_with_weights_at(folder, location):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    init = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    init.data_location = TensorProto.EXTERNAL
+    init.external_data.add(key="location", value=location)
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [init])
+    path = folder / "m.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    return path
+
+
+@pytest.mark.parametrize("how", ["../secret.bin", "absolute", "a link out"])
+def test_a_model_whose_weights_lie_outside_its_folder_is_refused(tmp_path, how):
+    from pytest_jetson.engines.base import check_onnx_path
+    from pytest_jetson.errors import ModelError
+
+    (tmp_path / "secret.bin").write_bytes(b"x" * 16)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    location = {"../secret.bin": "../secret.bin", "absolute": str(tmp_path / "secret.bin"),
+                "a link out": "w.bin"}[how]
+    if how == "a link out":
+        (folder / "w.bin").symlink_to(tmp_path / "secret.bin")
+    path = _model_with_weights_at(folder, location)
+    with pytest.raises(ModelError, match="keeps weights outside its folder"):
+        check_onnx_path(path, "test_x")
+
+
+def test_a_model_whose_weights_lie_beside_it_is_accepted(tmp_path):
+    from pytest_jetson.engines.base import check_onnx_path
+
+    (tmp_path / "w.bin").write_bytes(b"x" * 16)
+    path = _model_with_weights_at(tmp_path, "w.bin")
+    assert check_onnx_path(path, "test_x") == path
