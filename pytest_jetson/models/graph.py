@@ -51,6 +51,8 @@ class LayerStats:
     free: bool = False  # no kernel in TensorRT: a view (Reshape, Flatten) or build-time constant
     known: bool = True
     bias: bool = False  # Conv/Gemm with a bias input
+    #: an LSTM, GRU or RNN: (steps, batch, directions, gates x hidden, input size, hidden size)
+    recurrent: Tuple[int, ...] = ()
     inputs: List[str] = field(default_factory=list, repr=False)  # activation tensor names
     outputs: List[str] = field(default_factory=list, repr=False)
 
@@ -430,6 +432,7 @@ class _Tensors:
             self.dtypes[t.name] = t.data_type
         self.static = {t.name for t in g.initializer}
         self.param_source = set(init_names)
+        consts: List[str] = []
         for node in g.node:
             if node.op_type != "Constant":
                 continue
@@ -437,6 +440,12 @@ class _Tensors:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     self.shapes[node.output[0]] = tuple(int(d) for d in a.t.dims)
                     self.dtypes[node.output[0]] = a.t.data_type
+                    consts.append(node.output[0])
+        # An exporter holds its weights either in initializers (torch: Constant nodes are then
+        # tensors computed in forward, not parameters) or, older ones, all in Constant nodes.
+        if not any(n in init_names for node in g.node for pos, n in enumerate(node.input)
+                   if pos in ops.PARAM_INPUTS.get(node.op_type, ())):
+            self.param_source.update(consts)
 
     def _note(self, vi) -> None:
         dims = _dims(vi.type)
@@ -489,6 +498,8 @@ def _layer(node, idx: int, tensors: _Tensors) -> LayerStats:
             layer.bytes_written += tensors.nbytes(n)
             layer.outputs.append(n)
     _set_geometry(layer, node, attrs, in_shapes, out_shapes)
+    if op in ops.RECURRENT_GATES and known:
+        layer.recurrent = _recurrent_geometry(attrs, in_shapes)
     # Q/DQ pairs fold into the int8 kernels next to them when TensorRT builds the engine
     layer.free = op in ops.VIEW_OPS or op in ops.QDQ_OPS or is_static
     return layer
@@ -534,6 +545,14 @@ def _set_geometry(layer: LayerStats, node, attrs: dict, in_shapes: list, out_sha
     x = in_shapes[0] if in_shapes else None
     layer.in_channels = int(x[1]) if x is not None and len(x) > 1 else 0
     layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
+
+
+def _recurrent_geometry(attrs: dict, in_shapes: list) -> Tuple[int, ...]:
+    x, w, r = (in_shapes + [None, None, None])[:3]
+    if x is None or w is None or r is None or len(x) != 3 or len(w) != 3 or len(r) != 3:
+        return ()
+    steps, batch = (x[1], x[0]) if attrs.get("layout", 0) else (x[0], x[1])
+    return int(steps), int(batch), int(w[0]), int(w[1]), int(w[2]), int(r[2])
 
 
 def _peak_live(kernels: List[KernelStats], layers: List[LayerStats], elems: Dict[str, int],
@@ -611,6 +630,11 @@ def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -
         if chains.taken[i] or head.free:
             continue
         chains.taken[i] = True
+        if head.recurrent:
+            steps = _recurrent_kernels(head, elems)
+            order.extend([chains.index[id(head)]] * len(steps))
+            kernels.extend(steps)
+            continue
         group, shortcuts = [head], []
         if head.op_type in ops.HEAD_OPS or head.kind == "elementwise":
             group, shortcuts = chains.grow(head)
@@ -636,6 +660,41 @@ def _kernel(group: List[LayerStats], shortcuts: List[str], elems: Dict[str, int]
         _inputs=list(head.inputs) + shortcuts, _outputs=list(last.outputs))
 
 
+def _recurrent_kernels(layer: LayerStats, elems: Dict[str, int]) -> List[KernelStats]:
+    """An LSTM, GRU or RNN as TensorRT runs it: one GEMM of every step's input by W, then a loop
+    whose every step multiplies the previous hidden state by R and updates the cell in its
+    epilogue. The steps depend on each other, so each is a kernel of its own: a long sequence is
+    many small, latency-bound GEMMs, not one large one."""
+    steps, batch, dirs, width, n_in, hidden = layer.recurrent
+    rows = batch * dirs  # the directions run side by side: one batched GEMM per step
+    r_elems = min(layer.weight_elems, dirs * width * hidden)
+    name = layer.name
+    gates = [f"{name}.gates.{t}" for t in range(steps)]
+    for g in gates:
+        elems[g] = rows * width
+    proj_macs = steps * rows * width * n_in
+    step_macs = rows * width * hidden
+    pointwise = (layer.flops - 2 * layer.macs) // max(1, steps)
+    out = [KernelStats(
+        name=name + ".input", op_type=layer.op_type, kind="gemm", macs=proj_macs, flops=2 * proj_macs,
+        weight_elems=layer.weight_elems - r_elems, input_elems=layer.input_elems,
+        output_elems=steps * rows * width, layers=[name], out_channels=width, params=layer.params,
+        in_channels=n_in, _inputs=list(layer.inputs), _outputs=gates)]
+    state: List[str] = []
+    for t in range(steps):
+        last = t == steps - 1
+        h = list(layer.outputs) if last else [f"{name}.h.{t}"]
+        if not last:
+            elems[h[0]] = rows * hidden
+        out.append(KernelStats(
+            name=f"{name}.step.{t}", op_type=layer.op_type, kind="gemm", macs=step_macs,
+            flops=2 * step_macs + pointwise, weight_elems=r_elems,
+            input_elems=rows * (width + hidden), output_elems=rows * width, layers=[name],
+            out_channels=width, in_channels=hidden, _inputs=[gates[t]] + state, _outputs=h))
+        state = h[:1]
+    return out
+
+
 def _stage(n: LayerStats, stage: Dict[str, bool]) -> str | None:
     """What ``n`` adds to a kernel that has fused the stages in ``stage`` so far: "bn", "act",
     "add" (a residual), "post" (an activation after the residual), "" (a bias or scale by a
@@ -646,9 +705,10 @@ def _stage(n: LayerStats, stage: Dict[str, bool]) -> str | None:
         return "bn"
     if op in ops.ACTIVATIONS and single and not stage["post"]:
         return "post" if stage["add"] else "act"
-    if op in ("Add", "Sub", "Mul", "Div") and single:
+    if op in ("Add", "Sub", "Mul", "Div", "Sum") and single:
         return ""
-    if op == "Add" and len(n.inputs) == 2 and not stage["add"]:
+    # exporters write a residual as Add or as the variadic Sum of two (Caffe2, older MXNet)
+    if op in ("Add", "Sum") and len(n.inputs) == 2 and not stage["add"]:
         return "add"
     return None
 

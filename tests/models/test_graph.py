@@ -149,7 +149,10 @@ def test_adaptive_pool_matches_torch_semantics():
             w0, w1 = (j * 3) // 7, -(-((j + 1) * 3) // 7)
             want[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
     np.testing.assert_allclose(got, want, rtol=1e-5)
-    assert analyze(model).params == 0  # the averaging weights are constants
+    # the averaging weights are constants, not parameters, next to a layer's weights
+    net = Net("pool", (2, 5, 3))
+    net.output(net.adaptive_avgpool(net.conv(net.input, 4, 1, bias=False), 7))
+    assert analyze(net.model()).params == 2 * 4
 
 
 # --- bad input --------------------------------------------------------------------------------

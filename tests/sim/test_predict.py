@@ -451,3 +451,33 @@ def test_a_tensorrt_plan_is_refused_with_the_file_to_pass_instead(tmp_path):
     plan.write_bytes(b"\0" * 16)
     with pytest.raises(ModelError, match=r"yolo\.engine: a TensorRT plan holds no graph .*\.onnx file"):
         workload.load(str(plan))
+
+
+
+# -- graphs as exporters write them ------------------------------------------------------------
+
+def _lstm(tmp_path, steps, hidden=512):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, 256)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, hidden)).astype(np.float32), "R")]
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+             helper.make_node("LSTM", ["xt", "W", "R"], ["y", "yh"], hidden_size=hidden)]
+    graph = helper.make_graph(nodes, "lstm", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                            ["batch", steps, 256])],
+                              [helper.make_tensor_value_info("yh", TensorProto.FLOAT, [1, "batch", hidden])], inits)
+    path = tmp_path / f"lstm{steps}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return str(path)
+
+
+def test_an_lstm_is_priced_as_its_sequential_steps_not_as_memory(tmp_path):
+    short = predict(NANO, _lstm(tmp_path, 25))
+    long = predict(NANO, _lstm(tmp_path, 100))
+    assert not any("without a cost model" in n for n in short.notes)
+    # one dependent GEMM per step: four times the steps, about four times the GPU time
+    assert 3.0 <= long.gpu_time / short.gpu_time <= 4.2
+    assert long.breakdown["kernels"] >= 100
