@@ -403,12 +403,24 @@ def _batched_input(vi, batch: int, where: str, given: Shape | None = None):
         shape.dim[axis].Clear()
         shape.dim[axis].dim_value = size
     if missing:
-        example = ", ".join("H" if a == len(dims) - 2 else "W" if a == len(dims) - 1 else "C"
-                            for a in range(1, len(dims)))
         raise ModelError(f"{where}: input {vi.name!r} has dynamic dimension(s) {', '.join(map(str, missing))} "
-                         f"besides the batch ({_shown(dims)}); give its size: input_shape=({example}) "
-                         "without the batch, e.g. input_shape=(3, 480, 640), or a dict by input name")
+                         f"besides the batch ({_shown(dims)}); give its size: {dynamic_fix(dims)}")
     return shape
+
+
+def dynamic_fix(dims, shape_arg: str = "input_shape=", resolution_arg: str = "resolution=") -> str:
+    """How to size an input's dynamic dimensions: its shape without the batch (the fixed ones
+    filled in), or, for an image whose height and width alone are dynamic, its resolution."""
+    rank = len(dims)
+    names = ["H" if a == rank - 2 and rank == 4 else "W" if a == rank - 1 and rank == 4 else f"D{a}"
+             for a in range(rank)]
+    shape = tuple(str(d) if isinstance(d, int) and d > 0 else names[a] for a, d in enumerate(dims))[1:]
+    example = "(" + ", ".join(shape) + ("," if len(shape) == 1 else "") + ")"
+    text = f"{shape_arg}{example} without the batch, or a dict by input name"
+    image = rank == 4 and isinstance(dims[1], int) and dims[1] > 0
+    if image and resolution_arg:
+        text += f"; or {resolution_arg}(H, W) (an int for a square)"
+    return text
 
 
 def _shown(dims) -> str:

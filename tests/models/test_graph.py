@@ -298,7 +298,8 @@ def test_model_local_functions_are_counted_inside():
 def test_dynamic_height_and_width_are_analysed_at_the_given_shape(tmp_path):
     path = seg_onnx(tmp_path / "det.onnx")
     with pytest.raises(ModelError, match=r"input 'x' has dynamic dimension\(s\) 2, 3 besides the batch "
-                                         r"\(batchx3xheightxwidth\); give its size: input_shape=\(C, H, W\)"):
+                                         r"\(batchx3xheightxwidth\); give its size: input_shape=\(3, H, W\) without "
+                                         r"the batch, or a dict by input name; or resolution=\(H, W\)"):
         analyze(path)
     small = analyze(path, input_shapes=(3, 48, 320))
     frame = analyze(path, input_shapes={"x": (1, 3, 480, 640)})

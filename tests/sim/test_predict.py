@@ -481,3 +481,21 @@ def test_an_lstm_is_priced_as_its_sequential_steps_not_as_memory(tmp_path):
     # one dependent GEMM per step: four times the steps, about four times the GPU time
     assert 3.0 <= long.gpu_time / short.gpu_time <= 4.2
     assert long.breakdown["kernels"] >= 100
+
+
+def test_an_onnx_files_dynamic_height_and_width_come_from_resolution_or_input_shape(tmp_path):
+    from fakes.onnx_models import seg_onnx
+
+    from pytest_jetson.errors import ModelError
+
+    path = str(seg_onnx(tmp_path / "det.onnx", channels=32))
+    with pytest.raises(ModelError, match=r"input 'x' has dynamic dimension\(s\) 2, 3 besides the batch .*"
+                                         r"input_shape=\(3, H, W\) .*resolution=\(H, W\)"):
+        predict(NANO, path)
+    wide = predict(NANO, path, resolution=(480, 640))
+    assert predict(NANO, path, input_shape=(3, 480, 640)).latency == wide.latency
+    assert predict(NANO, path, input_shape={"x": (1, 3, 480, 640)}).latency == wide.latency
+    small = predict(NANO, path, resolution=240)
+    assert wide.gpu_time > 2 * small.gpu_time
+    with pytest.raises(ModelError, match="disagree on the height and width"):
+        predict(NANO, path, resolution=320, input_shape=(3, 480, 640))
