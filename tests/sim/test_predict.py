@@ -392,6 +392,33 @@ def test_fp32_means_tf32_on_ampere_unless_the_harness_clears_it():
     assert predict("agx-xavier", "resnet50", "fp32", 8, harness="trtexec").precision == "fp32"
 
 
+@pytest.mark.parametrize("harness", harness_names())
+def test_tf32_false_asks_for_true_fp32_under_any_harness(harness):
+    fp32 = predict(NANO, "resnet50", "fp32", 8, harness=harness, tf32=False)
+    tf32 = predict(NANO, "resnet50", "fp32", 8, harness=harness, tf32=True)
+    assert (fp32.precision, tf32.precision) == ("fp32", "tf32")
+    assert fp32.harness == tf32.harness == predict(NANO, "resnet50", harness=harness).harness
+    assert fp32.gpu_time > 1.5 * tf32.gpu_time
+    assert any(f"the {fp32.harness} harness clears the TF32 flag" in n for n in fp32.notes)
+    # precisions other than fp32 do not read it
+    assert predict(NANO, "resnet50", "fp16", harness=harness, tf32=False).precision == "fp16"
+
+
+def test_tf32_on_a_gpu_without_it_is_ignored_with_a_note():
+    plain = predict("agx-xavier", "resnet50", "fp32", harness="trtexec")
+    for flag in (True, False):
+        p = predict("agx-xavier", "resnet50", "fp32", harness="trtexec", tf32=flag)
+        assert p.precision == "fp32" and p.latency == plain.latency
+        assert any(n.startswith(f"tf32={flag} ignored: Jetson AGX Xavier (volta) has no TF32") for n in p.notes)
+
+
+def test_tf32_false_with_precision_tf32_or_a_non_bool_is_a_config_error():
+    with pytest.raises(ConfigError, match="precision='tf32' with tf32=False contradict"):
+        predict(NANO, "resnet50", "tf32", tf32=False)
+    with pytest.raises(ConfigError, match="tf32='no' must be True, False or None"):
+        predict(NANO, "resnet50", "fp32", tf32="no")
+
+
 # -- power modes -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("device", catalog.names())
