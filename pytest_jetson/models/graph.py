@@ -110,6 +110,8 @@ class GraphStats:
     weight_bytes: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
+    #: operators ONNX could not infer the output of, taken as keeping their input's shape
+    assumed_shapes: List[str] = field(default_factory=list)
     _skeleton: object = field(default=None, repr=False, compare=False)
     _kernels: List[KernelStats] | None = field(default=None, repr=False, compare=False)
     _tensor_elems: Dict[str, int] = field(default_factory=dict, repr=False, compare=False)
@@ -326,11 +328,15 @@ def _analyze_skeleton(sk, batch: int, name: str, input_shapes=None) -> GraphStat
     model.CopyFrom(sk)
     init_names = {t.name for t in model.graph.initializer}
     input_shape = _set_batch(model.graph, init_names, batch, where, input_shapes)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
-                                                     data_prop=True)
-    except Exception as exc:
-        raise ModelError(f"{where}: shape inference failed ({exc}): the graph is inconsistent; re-export it") from None
+    inferred = _infer(model, where)
+    assumed: List[str] = []
+    # An operator ONNX cannot infer (a custom op, a plugin) leaves its output and everything after
+    # it unsized, which would cost the rest of the network nothing: take it as keeping its input's
+    # shape (what activation-like plugins do) and infer again, until nothing more is learnt.
+    for _ in range(len(model.graph.node)):
+        if not _assume_unknown_shapes(inferred.graph, model.graph, assumed):
+            break
+        inferred = _infer(model, where)
     g = inferred.graph
     tensors = _Tensors(g, init_names)
     layers: List[LayerStats] = []
@@ -342,11 +348,49 @@ def _analyze_skeleton(sk, batch: int, name: str, input_shapes=None) -> GraphStat
 
     return GraphStats(
         name=name, batch=batch, layers=layers, unknown_ops=sorted(unknown), input_shape=input_shape,
+        assumed_shapes=assumed,
         output_shapes=[_output_shape(o, tensors) for o in g.output],
         **{total: sum(getattr(x, total) for x in layers) for total in _TOTALS},
         _inputs=tuple(i.name for i in g.input if i.name not in init_names),
         _skeleton=sk, _tensor_elems={n: _prod(s) for n, s in tensors.shapes.items()},
         _graph_outputs=tuple(o.name for o in g.output), _input_shapes=input_shapes)
+
+
+def _infer(model, where: str):
+    import onnx
+
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as exc:
+        raise ModelError(f"{where}: shape inference failed ({exc}): the graph is inconsistent; re-export it") from None
+
+
+def _assume_unknown_shapes(inferred, g, assumed: List[str]) -> bool:
+    """Declare in ``g`` the outputs of operators ONNX cannot infer as shaped like their first
+    sized input; the operators so sized are appended to ``assumed``. False when none was."""
+    known = {}
+    for vi in list(inferred.input) + list(inferred.value_info) + list(inferred.output):
+        dims = _dims(vi.type)
+        if dims and all(isinstance(d, int) and d > 0 for d in dims):
+            known[vi.name] = vi
+    declared = {vi.name for vi in g.value_info}
+    added = False
+    for node in inferred.node:
+        if _is_known(node):
+            continue
+        source = next((known[n] for n in node.input if n in known), None)
+        if source is None:
+            continue
+        for out in node.output:
+            if out and out not in known and out not in declared:
+                vi = g.value_info.add()
+                vi.CopyFrom(source)
+                vi.name = out
+                added = True
+                label = f"{node.name or out} ({node.op_type})"
+                if label not in assumed:
+                    assumed.append(label)
+    return added
 
 
 # GraphStats fields that are the sum of the same LayerStats field

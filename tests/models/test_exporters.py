@@ -96,3 +96,33 @@ def test_a_bidirectional_lstm_runs_both_directions_in_each_step():
     assert two.macs == 2 * one.macs > 0
     assert len(two.kernels()) == len(one.kernels())
     assert two.output_shapes == [(2, 1, 128)]
+
+
+def _with_custom_op(name="resnet18", after=10):
+    """A zoo model with a custom-domain operator (as a TensorRT plugin is exported) inserted after
+    node ``after``: ONNX cannot infer its output."""
+    model = zoo.build_structure(name)
+    g = model.graph
+    nodes = list(g.node)
+    out = nodes[after].output[0]
+    for other in nodes[after + 1:]:
+        for i, x in enumerate(other.input):
+            if x == out:
+                other.input[i] = out + ".custom"
+    nodes.insert(after + 1, helper.make_node("MyAct", [out], [out + ".custom"], name="plugin0",
+                                             domain="com.example"))
+    del g.node[:]
+    g.node.extend(nodes)
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    return model
+
+
+def test_a_custom_operator_leaves_the_layers_after_it_sized_and_says_so():
+    plain = zoo.stats("resnet18")
+    stats = analyze(_with_custom_op())
+    assert stats.unknown_ops == ["com.example.MyAct"]
+    assert stats.assumed_shapes == ["plugin0 (MyAct)"]
+    # nothing after the plugin is costed as zero
+    assert stats.macs == plain.macs and stats.output_shapes == plain.output_shapes
+    assert len(stats.kernels()) == len(plain.kernels()) + 1
+    assert analyze(zoo.build_structure("resnet18")).assumed_shapes == []

@@ -526,3 +526,27 @@ def test_an_onnx_files_dynamic_height_and_width_come_from_resolution_or_input_sh
     assert wide.gpu_time > 2 * small.gpu_time
     with pytest.raises(ModelError, match="disagree on the height and width"):
         predict(NANO, path, resolution=320, input_shape=(3, 480, 640))
+
+
+def test_a_custom_operator_is_named_and_priced_never_a_silent_zero(tmp_path):
+    import onnx
+    from onnx import helper
+
+    from pytest_jetson.models import zoo
+
+    model = zoo.build("resnet18", batch=1)
+    nodes = list(model.graph.node)
+    out = nodes[10].output[0]
+    for other in nodes[11:]:
+        other.input[:] = [out + ".custom" if x == out else x for x in other.input]
+    nodes.insert(11, helper.make_node("MyAct", [out], [out + ".custom"], name="plugin0", domain="com.example"))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    onnx.save(model, str(tmp_path / "custom.onnx"))
+    custom = predict(NANO, str(tmp_path / "custom.onnx"))
+    plain = predict(NANO, "resnet18")
+    assert any("without a cost model: com.example.MyAct" in n and "memory-bound" in n for n in custom.notes)
+    assert any("plugin0 (MyAct) not inferable: taken as its input's" in n for n in custom.notes)
+    # one more (memory-bound) kernel than the plain network: slower, never cheaper
+    assert plain.gpu_time < custom.gpu_time < 1.2 * plain.gpu_time
