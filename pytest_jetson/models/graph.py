@@ -468,7 +468,9 @@ def dynamic_fix(dims, shape_arg: str = "input_shape=", resolution_arg: str = "re
 
 
 def _shown(dims) -> str:
-    return "x".join(str(d) if isinstance(d, int) and d > 0 else (d or "?") for d in dims)
+    # Paddle2ONNX writes a dynamic dimension as -1: shown as unnamed
+    return "x".join(str(d) if isinstance(d, int) and d > 0 else (d if isinstance(d, str) and d else "?")
+                    for d in dims)
 
 
 class _Tensors:

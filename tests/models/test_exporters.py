@@ -126,3 +126,20 @@ def test_a_custom_operator_leaves_the_layers_after_it_sized_and_says_so():
     assert stats.macs == plain.macs and stats.output_shapes == plain.output_shapes
     assert len(stats.kernels()) == len(plain.kernels()) + 1
     assert analyze(zoo.build_structure("resnet18")).assumed_shapes == []
+
+
+def test_a_dynamic_dimension_written_as_minus_one_is_named_in_the_error(tmp_path):
+    # Paddle2ONNX (PP-OCR's cls model) writes dynamic dimensions as dim_value -1
+    from fakes.onnx_models import seg_onnx
+
+    from pytest_jetson.errors import ModelError
+
+    model = onnx.load(str(seg_onnx(tmp_path / "det.onnx")))
+    for d in model.graph.input[0].type.tensor_type.shape.dim:
+        if d.dim_param:
+            d.Clear()
+            d.dim_value = -1
+    with pytest.raises(ModelError, match=r"input 'x' has dynamic dimension\(s\) 2, 3 besides the batch "
+                                         r"\(\?x3x\?x\?\); give its size: input_shape=\(3, H, W\)"):
+        analyze(model)
+    assert analyze(model, input_shapes=(3, 48, 192)).input_shape == (1, 3, 48, 192)
