@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Tuple, Union
 
 from ..errors import JetsonError, ModelError
 from ..models import zoo
-from ..models.graph import analyze
+from ..models.graph import analyze, input_dims
 from ..models.reference import resolve
 
 
@@ -18,23 +18,68 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pytest-jetson models",
                                 description="List the model zoo: parameters, MACs and default input.")
     p.add_argument("names", nargs="*", help="zoo model names or .onnx paths (default: the whole zoo)")
-    p.add_argument("--resolution", type=int, default=None,
-                   help="square input side to count MACs at (default: each model's own)")
+    p.add_argument("--resolution", type=_resolution, default=None, metavar="N|HxW",
+                   help="input size to count MACs at (default: each model's own); for an .onnx file, "
+                        "the height and width of its image input")
+    p.add_argument("--input-shape", type=_shape, default=None, metavar="CxHxW",
+                   help="an .onnx file's input shape without the batch (sizes its dynamic dimensions)")
     p.add_argument("--batch", type=int, default=1, help="batch size MACs are counted for (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 
 
-def rows(names: List[str] | None = None, resolution: int | None = None, batch: int = 1) -> List[dict]:
+def _sizes(text: str) -> Tuple[int, ...]:
+    parts = [x for x in text.lower().replace(",", "x").split("x") if x.strip()]
+    try:
+        sizes = tuple(int(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of sizes like 3x480x640") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: every size must be a positive int")
+    return sizes
+
+
+def _resolution(text: str) -> Union[int, Tuple[int, ...]]:
+    sizes = _sizes(text)
+    if len(sizes) > 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not N or HxW")
+    return sizes[0] if len(sizes) == 1 else sizes
+
+
+def _shape(text: str) -> Tuple[int, ...]:
+    return _sizes(text)
+
+
+def _file_stats(name: str, resolution, input_shape, batch: int):
+    from ..sim.workload import file_shapes
+
+    for inp, dims in input_dims(name).items():
+        dynamic = [a for a, d in enumerate(dims) if a and not (isinstance(d, int) and d > 0)]
+        image = len(dims) == 4 and set(dynamic) <= {2, 3}
+        if dynamic and input_shape is None and not (resolution is not None and image):
+            example = "x".join(str(d) if a not in dynamic else ("H" if a == 2 and image else
+                                                                 "W" if a == 3 and image else f"D{a}")
+                               for a, d in enumerate(dims) if a)
+            raise ModelError(f"{name}: input {inp!r} has dynamic dimension(s) {', '.join(map(str, dynamic))} "
+                             f"besides the batch; give its size with --input-shape {example} (without the "
+                             "batch)" + (" or --resolution HxW (N for a square)" if image else ""))
+    shapes = file_shapes(name, resolution, input_shape)
+    return analyze(name, batch=batch, input_shapes=dict(shapes) if shapes else None)
+
+
+def rows(names: List[str] | None = None, resolution=None, batch: int = 1, input_shape=None) -> List[dict]:
     out = []
     for name in names or zoo.names():
         if resolve(name).is_file:
             if not Path(name).is_file():
                 raise ModelError(f"{name}: no such ONNX file; pass an existing .onnx path or a zoo "
                                  f"name ({', '.join(zoo.names())})")
-            stats = analyze(name, batch=batch)
+            stats = _file_stats(name, resolution, input_shape, batch)
             task = "(onnx file)"
         else:
+            if input_shape is not None:
+                raise ModelError(f"{name}: --input-shape sizes an .onnx file's dynamic dimensions; a zoo "
+                                 "model is built at --resolution N or HxW")
             stats = zoo.stats(name, resolution=resolution, batch=batch)
             task = zoo.task(name)
         out.append({
@@ -53,7 +98,7 @@ def rows(names: List[str] | None = None, resolution: int | None = None, batch: i
 def main(argv: List[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        table = rows(args.names, args.resolution, args.batch)
+        table = rows(args.names, args.resolution, args.batch, args.input_shape)
     except JetsonError as exc:
         print(f"pytest-jetson models: {exc}", file=sys.stderr)
         return 2

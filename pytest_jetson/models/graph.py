@@ -51,6 +51,8 @@ class LayerStats:
     free: bool = False  # no kernel in TensorRT: a view (Reshape, Flatten) or build-time constant
     known: bool = True
     bias: bool = False  # Conv/Gemm with a bias input
+    #: an LSTM, GRU or RNN: (steps, batch, directions, gates x hidden, input size, hidden size)
+    recurrent: Tuple[int, ...] = ()
     inputs: List[str] = field(default_factory=list, repr=False)  # activation tensor names
     outputs: List[str] = field(default_factory=list, repr=False)
 
@@ -108,6 +110,8 @@ class GraphStats:
     weight_bytes: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
+    #: operators ONNX could not infer the output of, taken as keeping their input's shape
+    assumed_shapes: List[str] = field(default_factory=list)
     _skeleton: object = field(default=None, repr=False, compare=False)
     _kernels: List[KernelStats] | None = field(default=None, repr=False, compare=False)
     _tensor_elems: Dict[str, int] = field(default_factory=dict, repr=False, compare=False)
@@ -324,11 +328,15 @@ def _analyze_skeleton(sk, batch: int, name: str, input_shapes=None) -> GraphStat
     model.CopyFrom(sk)
     init_names = {t.name for t in model.graph.initializer}
     input_shape = _set_batch(model.graph, init_names, batch, where, input_shapes)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
-                                                     data_prop=True)
-    except Exception as exc:
-        raise ModelError(f"{where}: shape inference failed ({exc}): the graph is inconsistent; re-export it") from None
+    inferred = _infer(model, where)
+    assumed: List[str] = []
+    # An operator ONNX cannot infer (a custom op, a plugin) leaves its output and everything after
+    # it unsized, which would cost the rest of the network nothing: take it as keeping its input's
+    # shape (what activation-like plugins do) and infer again, until nothing more is learnt.
+    for _ in range(len(model.graph.node)):
+        if not _assume_unknown_shapes(inferred.graph, model.graph, assumed):
+            break
+        inferred = _infer(model, where)
     g = inferred.graph
     tensors = _Tensors(g, init_names)
     layers: List[LayerStats] = []
@@ -340,11 +348,49 @@ def _analyze_skeleton(sk, batch: int, name: str, input_shapes=None) -> GraphStat
 
     return GraphStats(
         name=name, batch=batch, layers=layers, unknown_ops=sorted(unknown), input_shape=input_shape,
+        assumed_shapes=assumed,
         output_shapes=[_output_shape(o, tensors) for o in g.output],
         **{total: sum(getattr(x, total) for x in layers) for total in _TOTALS},
         _inputs=tuple(i.name for i in g.input if i.name not in init_names),
         _skeleton=sk, _tensor_elems={n: _prod(s) for n, s in tensors.shapes.items()},
         _graph_outputs=tuple(o.name for o in g.output), _input_shapes=input_shapes)
+
+
+def _infer(model, where: str):
+    import onnx
+
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as exc:
+        raise ModelError(f"{where}: shape inference failed ({exc}): the graph is inconsistent; re-export it") from None
+
+
+def _assume_unknown_shapes(inferred, g, assumed: List[str]) -> bool:
+    """Declare in ``g`` the outputs of operators ONNX cannot infer as shaped like their first
+    sized input; the operators so sized are appended to ``assumed``. False when none was."""
+    known = {}
+    for vi in list(inferred.input) + list(inferred.value_info) + list(inferred.output):
+        dims = _dims(vi.type)
+        if dims and all(isinstance(d, int) and d > 0 for d in dims):
+            known[vi.name] = vi
+    declared = {vi.name for vi in g.value_info}
+    added = False
+    for node in inferred.node:
+        if _is_known(node):
+            continue
+        source = next((known[n] for n in node.input if n in known), None)
+        if source is None:
+            continue
+        for out in node.output:
+            if out and out not in known and out not in declared:
+                vi = g.value_info.add()
+                vi.CopyFrom(source)
+                vi.name = out
+                added = True
+                label = f"{node.name or out} ({node.op_type})"
+                if label not in assumed:
+                    assumed.append(label)
+    return added
 
 
 # GraphStats fields that are the sum of the same LayerStats field
@@ -401,16 +447,30 @@ def _batched_input(vi, batch: int, where: str, given: Shape | None = None):
         shape.dim[axis].Clear()
         shape.dim[axis].dim_value = size
     if missing:
-        example = ", ".join("H" if a == len(dims) - 2 else "W" if a == len(dims) - 1 else "C"
-                            for a in range(1, len(dims)))
         raise ModelError(f"{where}: input {vi.name!r} has dynamic dimension(s) {', '.join(map(str, missing))} "
-                         f"besides the batch ({_shown(dims)}); give its size: input_shape=({example}) "
-                         "without the batch, e.g. input_shape=(3, 480, 640), or a dict by input name")
+                         f"besides the batch ({_shown(dims)}); give its size: {dynamic_fix(dims)}")
     return shape
 
 
+def dynamic_fix(dims, shape_arg: str = "input_shape=", resolution_arg: str = "resolution=") -> str:
+    """How to size an input's dynamic dimensions: its shape without the batch (the fixed ones
+    filled in), or, for an image whose height and width alone are dynamic, its resolution."""
+    rank = len(dims)
+    names = ["H" if a == rank - 2 and rank == 4 else "W" if a == rank - 1 and rank == 4 else f"D{a}"
+             for a in range(rank)]
+    shape = tuple(str(d) if isinstance(d, int) and d > 0 else names[a] for a, d in enumerate(dims))[1:]
+    example = "(" + ", ".join(shape) + ("," if len(shape) == 1 else "") + ")"
+    text = f"{shape_arg}{example} without the batch, or a dict by input name"
+    image = rank == 4 and isinstance(dims[1], int) and dims[1] > 0
+    if image and resolution_arg:
+        text += f"; or {resolution_arg}(H, W) (an int for a square)"
+    return text
+
+
 def _shown(dims) -> str:
-    return "x".join(str(d) if isinstance(d, int) and d > 0 else (d or "?") for d in dims)
+    # Paddle2ONNX writes a dynamic dimension as -1: shown as unnamed
+    return "x".join(str(d) if isinstance(d, int) and d > 0 else (d if isinstance(d, str) and d else "?")
+                    for d in dims)
 
 
 class _Tensors:
@@ -430,6 +490,7 @@ class _Tensors:
             self.dtypes[t.name] = t.data_type
         self.static = {t.name for t in g.initializer}
         self.param_source = set(init_names)
+        consts: List[str] = []
         for node in g.node:
             if node.op_type != "Constant":
                 continue
@@ -437,6 +498,12 @@ class _Tensors:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     self.shapes[node.output[0]] = tuple(int(d) for d in a.t.dims)
                     self.dtypes[node.output[0]] = a.t.data_type
+                    consts.append(node.output[0])
+        # An exporter holds its weights either in initializers (torch: Constant nodes are then
+        # tensors computed in forward, not parameters) or, older ones, all in Constant nodes.
+        if not any(n in init_names for node in g.node for pos, n in enumerate(node.input)
+                   if pos in ops.PARAM_INPUTS.get(node.op_type, ())):
+            self.param_source.update(consts)
 
     def _note(self, vi) -> None:
         dims = _dims(vi.type)
@@ -489,6 +556,8 @@ def _layer(node, idx: int, tensors: _Tensors) -> LayerStats:
             layer.bytes_written += tensors.nbytes(n)
             layer.outputs.append(n)
     _set_geometry(layer, node, attrs, in_shapes, out_shapes)
+    if op in ops.RECURRENT_GATES and known:
+        layer.recurrent = _recurrent_geometry(attrs, in_shapes)
     # Q/DQ pairs fold into the int8 kernels next to them when TensorRT builds the engine
     layer.free = op in ops.VIEW_OPS or op in ops.QDQ_OPS or is_static
     return layer
@@ -534,6 +603,14 @@ def _set_geometry(layer: LayerStats, node, attrs: dict, in_shapes: list, out_sha
     x = in_shapes[0] if in_shapes else None
     layer.in_channels = int(x[1]) if x is not None and len(x) > 1 else 0
     layer.kind = ops.kind(op, layer.groups, int(x[1]) if x is not None and len(x) > 1 else None)
+
+
+def _recurrent_geometry(attrs: dict, in_shapes: list) -> Tuple[int, ...]:
+    x, w, r = (in_shapes + [None, None, None])[:3]
+    if x is None or w is None or r is None or len(x) != 3 or len(w) != 3 or len(r) != 3:
+        return ()
+    steps, batch = (x[1], x[0]) if attrs.get("layout", 0) else (x[0], x[1])
+    return int(steps), int(batch), int(w[0]), int(w[1]), int(w[2]), int(r[2])
 
 
 def _peak_live(kernels: List[KernelStats], layers: List[LayerStats], elems: Dict[str, int],
@@ -611,6 +688,11 @@ def _fuse(layers: List[LayerStats], elems: Dict[str, int], graph_outputs: set) -
         if chains.taken[i] or head.free:
             continue
         chains.taken[i] = True
+        if head.recurrent:
+            steps = _recurrent_kernels(head, elems)
+            order.extend([chains.index[id(head)]] * len(steps))
+            kernels.extend(steps)
+            continue
         group, shortcuts = [head], []
         if head.op_type in ops.HEAD_OPS or head.kind == "elementwise":
             group, shortcuts = chains.grow(head)
@@ -636,6 +718,41 @@ def _kernel(group: List[LayerStats], shortcuts: List[str], elems: Dict[str, int]
         _inputs=list(head.inputs) + shortcuts, _outputs=list(last.outputs))
 
 
+def _recurrent_kernels(layer: LayerStats, elems: Dict[str, int]) -> List[KernelStats]:
+    """An LSTM, GRU or RNN as TensorRT runs it: one GEMM of every step's input by W, then a loop
+    whose every step multiplies the previous hidden state by R and updates the cell in its
+    epilogue. The steps depend on each other, so each is a kernel of its own: a long sequence is
+    many small, latency-bound GEMMs, not one large one."""
+    steps, batch, dirs, width, n_in, hidden = layer.recurrent
+    rows = batch * dirs  # the directions run side by side: one batched GEMM per step
+    r_elems = min(layer.weight_elems, dirs * width * hidden)
+    name = layer.name
+    gates = [f"{name}.gates.{t}" for t in range(steps)]
+    for g in gates:
+        elems[g] = rows * width
+    proj_macs = steps * rows * width * n_in
+    step_macs = rows * width * hidden
+    pointwise = (layer.flops - 2 * layer.macs) // max(1, steps)
+    out = [KernelStats(
+        name=name + ".input", op_type=layer.op_type, kind="gemm", macs=proj_macs, flops=2 * proj_macs,
+        weight_elems=layer.weight_elems - r_elems, input_elems=layer.input_elems,
+        output_elems=steps * rows * width, layers=[name], out_channels=width, params=layer.params,
+        in_channels=n_in, _inputs=list(layer.inputs), _outputs=gates)]
+    state: List[str] = []
+    for t in range(steps):
+        last = t == steps - 1
+        h = list(layer.outputs) if last else [f"{name}.h.{t}"]
+        if not last:
+            elems[h[0]] = rows * hidden
+        out.append(KernelStats(
+            name=f"{name}.step.{t}", op_type=layer.op_type, kind="gemm", macs=step_macs,
+            flops=2 * step_macs + pointwise, weight_elems=r_elems,
+            input_elems=rows * (width + hidden), output_elems=rows * width, layers=[name],
+            out_channels=width, in_channels=hidden, _inputs=[gates[t]] + state, _outputs=h))
+        state = h[:1]
+    return out
+
+
 def _stage(n: LayerStats, stage: Dict[str, bool]) -> str | None:
     """What ``n`` adds to a kernel that has fused the stages in ``stage`` so far: "bn", "act",
     "add" (a residual), "post" (an activation after the residual), "" (a bias or scale by a
@@ -646,9 +763,10 @@ def _stage(n: LayerStats, stage: Dict[str, bool]) -> str | None:
         return "bn"
     if op in ops.ACTIVATIONS and single and not stage["post"]:
         return "post" if stage["add"] else "act"
-    if op in ("Add", "Sub", "Mul", "Div") and single:
+    if op in ("Add", "Sub", "Mul", "Div", "Sum") and single:
         return ""
-    if op == "Add" and len(n.inputs) == 2 and not stage["add"]:
+    # exporters write a residual as Add or as the variadic Sum of two (Caffe2, older MXNet)
+    if op in ("Add", "Sum") and len(n.inputs) == 2 and not stage["add"]:
         return "add"
     return None
 

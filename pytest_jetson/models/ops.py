@@ -1,7 +1,8 @@
 """Cost rules per ONNX op: multiply-accumulates, FLOPs, trainable parameters, kernel kind.
 
 MACs count only the multiply-accumulates of Conv, ConvTranspose, Gemm and MatMul (what
-torchvision's and Ultralytics' model tables count). FLOPs are 2 x MACs plus bias adds plus a
+torchvision's and Ultralytics' model tables count), and the input and recurrent products of LSTM,
+GRU and RNN layers at every step. FLOPs are 2 x MACs plus bias adds plus a
 per-element cost for everything else (one for simple arithmetic, more for transcendental
 functions): an estimate of the arithmetic a roofline needs, not a published figure.
 """
@@ -18,7 +19,13 @@ PARAM_INPUTS: Dict[str, Tuple[int, ...]] = {
     "GroupNormalization": (1, 2), "PRelu": (1,),
     # quantized graphs: weight, and bias where there is one
     "QLinearConv": (3, 8), "ConvInteger": (1,), "QLinearMatMul": (0, 3), "MatMulInteger": (0, 1),
+    # recurrent layers: input weights W, recurrent weights R, biases B (and LSTM's peepholes P)
+    "LSTM": (1, 2, 3, 7), "GRU": (1, 2, 3), "RNN": (1, 2, 3),
 }
+#: Gates per recurrent cell: each is a product with the input and one with the hidden state.
+RECURRENT_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+#: Per-gate-element work of a cell's pointwise update (sigmoids and tanh at 4, products and sums).
+_RECURRENT_POINTWISE = {"LSTM": 6, "GRU": 6, "RNN": 5}
 BIAS_INPUT = {"Conv": 2, "ConvTranspose": 2, "Gemm": 2, "QLinearConv": 8}
 
 # per output element
@@ -70,7 +77,7 @@ def _prod(xs: Sequence[int]) -> int:
 def kind(op: str, groups: int = 1, in_channels: int | None = None) -> str:
     if op in ("Conv", "ConvTranspose", "QLinearConv", "ConvInteger"):
         return "depthwise" if groups > 1 and in_channels == groups else "conv"
-    if op in ("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger"):
+    if op in ("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger") or op in RECURRENT_GATES:
         return "gemm"
     if op in POOL_OPS or op in GLOBAL_POOL_OPS:
         return "pool"
@@ -116,7 +123,18 @@ def _matmul_macs(op: str, attrs: dict, in_shapes: list, out) -> int:
     return _prod(out) * int(a[-1])
 
 
-_MACS = {"Conv": _conv_macs, "ConvInteger": _conv_macs, "QLinearConv": _conv_macs,
+def _recurrent_macs(op: str, attrs: dict, in_shapes: list, out) -> int:
+    # X is (seq, batch, input) or, with layout=1, (batch, seq, input): every step of every
+    # sequence multiplies the input by W and the previous hidden state by R
+    x = in_shapes[0]
+    w = in_shapes[1] if len(in_shapes) > 1 else None
+    r = in_shapes[2] if len(in_shapes) > 2 else None
+    if x is None or w is None or r is None or len(x) != 3:
+        return 0
+    return int(x[0]) * int(x[1]) * (_prod(w) + _prod(r))
+
+
+_MACS = {"Conv": _conv_macs, "LSTM": _recurrent_macs, "GRU": _recurrent_macs, "RNN": _recurrent_macs, "ConvInteger": _conv_macs, "QLinearConv": _conv_macs,
          "ConvTranspose": _conv_transpose_macs, "Gemm": _gemm_macs,
          "MatMul": _matmul_macs, "MatMulInteger": _matmul_macs, "QLinearMatMul": _matmul_macs}
 
@@ -137,6 +155,9 @@ def flops(op: str, attrs: dict, in_shapes: list, out_shapes: list, mac: int) -> 
         return 2 * mac + (out_elems if len(in_shapes) > at and in_shapes[at] is not None else 0)
     if op in HEAD_OPS:
         return 2 * mac
+    if op in RECURRENT_GATES:
+        gate_elems = mac // max(1, sum(in_shapes[1][2:]) + sum(in_shapes[2][2:])) if mac else 0
+        return 2 * mac + _RECURRENT_POINTWISE[op] * gate_elems
     if op in QDQ_OPS:
         return 2 * out_elems
     if op in ELEMENTWISE_COST:

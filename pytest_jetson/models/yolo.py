@@ -1,10 +1,11 @@
 """The YOLO detectors the published Jetson results ran, layer for layer.
 
-* YOLOv8n and YOLO11 n/s/m/l/x as Ultralytics' ``yolov8.yaml`` / ``yolo11.yaml`` build them
+* YOLOv8 and YOLO11 n/s/m/l/x as Ultralytics' ``yolov8.yaml`` / ``yolo11.yaml`` build them
   (unfused: Conv + BatchNorm + SiLU), ending like Ultralytics' ONNX export: the Detect head
   decodes boxes (DFL softmax + fixed 1x1 conv, anchor points, strides) and returns
   ``(batch, 4 + 80, anchors)``. Parameter counts equal Ultralytics' model summaries (the DFL
-  conv's 16 fixed weights included): 3,157,200 (v8n); 2,624,080, 9,458,752, 20,114,688,
+  conv's 16 fixed weights included): 3,157,200, 11,166,560, 25,902,640, 43,691,520 and
+  68,229,648 (YOLOv8 n to x); 2,624,080, 9,458,752, 20,114,688,
   25,372,160 and 56,966,176 (YOLO11 n to x).
 * YOLOv5s (v6.0+ layout: 6x6 stem, SPPF), 7,235,389 parameters, as NVIDIA's cuDLA samples export
   it: the Detect head's reshape, transpose and decode trimmed off, so the engine (GPU or DLA)
@@ -191,29 +192,51 @@ def _detect(net: Net, feats: Sequence[str], name: str, nc: int = 80, reg_max: in
     net.output(net.concat([dbox, net.sigmoid(cls, name=name + ".cls")], name="output0"))
 
 
-# --- YOLOv8n ---------------------------------------------------------------------------------
+# --- YOLOv8 ----------------------------------------------------------------------------------
+
+#: yolov8.yaml's scales: depth, width, max channels. Ultralytics' summaries (unfused) in that file
+#: give 3,157,200 / 11,166,560 / 25,902,640 / 43,691,520 / 68,229,648 parameters for n/s/m/l/x;
+#: its docs table rounds them to 3.2 / 11.2 / 25.9 / 43.7 / 68.2 M, with 8.7 / 28.6 / 78.9 / 165.2
+#: / 257.8 GFLOPs at 640 (the fused model).
+YOLOV8_SCALES = {"n": (0.33, 0.25, 1024), "s": (0.33, 0.50, 1024), "m": (0.67, 0.75, 768),
+                 "l": (1.00, 1.00, 512), "x": (1.00, 1.25, 512)}
+
+
+def yolov8(net: Net, scale: str, nc: int = 80) -> None:
+    depth, width, top = YOLOV8_SCALES[scale]
+
+    def ch(c: int) -> int:
+        return _div8(min(c, top) * width)
+
+    def rep(n: int) -> int:
+        return max(round(n * depth), 1) if n > 1 else n
+
+    def c2f(x: str, c2: int, n: int, shortcut: bool, name: str) -> str:
+        return _c2f(net, x, ch(c2), rep(n), shortcut, name)
+
+    x = _conv(net, net.input, ch(64), 3, 2, "model.0")
+    x = _conv(net, x, ch(128), 3, 2, "model.1")
+    x = c2f(x, 128, 3, True, "model.2")
+    x = _conv(net, x, ch(256), 3, 2, "model.3")
+    p3 = c2f(x, 256, 6, True, "model.4")
+    x = _conv(net, p3, ch(512), 3, 2, "model.5")
+    p4 = c2f(x, 512, 6, True, "model.6")
+    x = _conv(net, p4, ch(1024), 3, 2, "model.7")
+    x = c2f(x, 1024, 3, True, "model.8")
+    p5 = _sppf(net, x, ch(1024), "model.9")
+    x = net.concat([net.upsample_nearest(p5, 2, name="model.10"), p4], name="model.11")
+    h4 = c2f(x, 512, 3, False, "model.12")
+    x = net.concat([net.upsample_nearest(h4, 2, name="model.13"), p3], name="model.14")
+    o3 = c2f(x, 256, 3, False, "model.15")
+    x = net.concat([_conv(net, o3, ch(256), 3, 2, "model.16"), h4], name="model.17")
+    o4 = c2f(x, 512, 3, False, "model.18")
+    x = net.concat([_conv(net, o4, ch(512), 3, 2, "model.19"), p5], name="model.20")
+    o5 = c2f(x, 1024, 3, False, "model.21")
+    _detect(net, [o3, o4, o5], "model.22", nc=nc, legacy=True)
 
 
 def yolov8n(net: Net, nc: int = 80) -> None:
-    x = _conv(net, net.input, 16, 3, 2, "model.0")
-    x = _conv(net, x, 32, 3, 2, "model.1")
-    x = _c2f(net, x, 32, 1, True, "model.2")
-    x = _conv(net, x, 64, 3, 2, "model.3")
-    p3 = _c2f(net, x, 64, 2, True, "model.4")
-    x = _conv(net, p3, 128, 3, 2, "model.5")
-    p4 = _c2f(net, x, 128, 2, True, "model.6")
-    x = _conv(net, p4, 256, 3, 2, "model.7")
-    x = _c2f(net, x, 256, 1, True, "model.8")
-    p5 = _sppf(net, x, 256, "model.9")
-    x = net.concat([net.upsample_nearest(p5, 2, name="model.10"), p4], name="model.11")
-    h4 = _c2f(net, x, 128, 1, False, "model.12")
-    x = net.concat([net.upsample_nearest(h4, 2, name="model.13"), p3], name="model.14")
-    o3 = _c2f(net, x, 64, 1, False, "model.15")
-    x = net.concat([_conv(net, o3, 64, 3, 2, "model.16"), h4], name="model.17")
-    o4 = _c2f(net, x, 128, 1, False, "model.18")
-    x = net.concat([_conv(net, o4, 128, 3, 2, "model.19"), p5], name="model.20")
-    o5 = _c2f(net, x, 256, 1, False, "model.21")
-    _detect(net, [o3, o4, o5], "model.22", nc=nc, legacy=True)
+    yolov8(net, "n", nc)
 
 
 # --- YOLO11 ----------------------------------------------------------------------------------

@@ -98,7 +98,8 @@ def effective_precision(arch: str, precision: str, device_precisions: Tuple[str,
             return "tf32", (f"fp32 on {arch}: TensorRT runs convolutions and matrix products in TF32 "
                             f"unless its TF32 builder flag is cleared (trtexec --noTF32); the "
                             f"{harness_name or 'chosen'} harness leaves it on, so this is a TF32 engine")
-        return "fp32", (f"fp32 on {arch}: this plugin's TensorRT backend clears the TF32 flag, so the engine "
+        return "fp32", (f"fp32 on {arch}: the {harness_name or 'chosen'} harness clears the TF32 flag (as "
+                        "this plugin's TensorRT backend does, trtexec --noTF32, or tf32=False), so the engine "
                         "runs true fp32 on CUDA cores (precision 'tf32' gives the tensor-core engine)")
     rates = ARCH[arch]
     if p not in rates["cuda"] and p not in rates["tensor"]:

@@ -1,14 +1,15 @@
 """``predict``: one configuration on one simulated board -> a ``Prediction``."""
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ..errors import SimulationError
+from ..errors import ConfigError, SimulationError
 from ..units import format_bytes
 from . import activity, core, plan
+from .arch import TF32_ARCHS, normalise_precision
 from .hardware import profile_precisions, resolve
 from .harness_model import get as get_harness
 from .workload import KINDS, load
@@ -100,9 +101,25 @@ def _oom_message(hw, model, precision, batch, processes, per_process, parts, ava
             "batches")
 
 
+def _with_tf32(h: Any, tf32: Optional[bool], hw: Any, precision: str, notes: List[str]) -> Any:
+    """The harness with its TF32 choice for fp32 engines overridden by ``tf32`` (None: its own)."""
+    if tf32 is None:
+        return h
+    if not isinstance(tf32, bool):
+        raise ConfigError(f"tf32={tf32!r} must be True, False or None (the harness's own choice)")
+    if hw.arch not in TF32_ARCHS:
+        notes.append(f"tf32={tf32} ignored: {hw.name} ({hw.arch}) has no TF32 tensor cores, so fp32 engines "
+                     "run true fp32 whatever TensorRT's TF32 flag says")
+        return h
+    if not tf32 and normalise_precision(precision) == "tf32":
+        raise ConfigError("precision='tf32' with tf32=False contradict each other: pass precision='fp32' "
+                          "with tf32=False for true fp32, or drop tf32=")
+    return replace(h, tf32=tf32)
+
+
 def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, processes: int = 1,
             power_mode: Any = None, accelerator: str = "gpu", harness: Any = None,
-            resolution: Any = None, input_shape: Any = None) -> Prediction:
+            resolution: Any = None, input_shape: Any = None, tf32: Optional[bool] = None) -> Prediction:
     """Predict throughput, latency, memory, power and energy of ``model`` on a simulated ``device``.
 
     ``device``: a name, ``Profile`` or ``Device``; ``model``: a zoo name, an ONNX path or
@@ -111,7 +128,9 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
     plugin's own loop on a board by default, trtexec's host latency, trtexec's GPU compute time,
     a CUDA-graph replay, a zero-copy application, a Python application); ``resolution`` (an int or
     (height, width)) and, for an ONNX file, ``input_shape`` (one shape without the batch, or a
-    dict by input name) size the inputs' dynamic dimensions. Raises ``ConfigError``
+    dict by input name) size the inputs' dynamic dimensions; ``tf32`` overrides whether the
+    harness builds "fp32" engines with TensorRT's TF32 flag on (``tf32=False``: true fp32 under any
+    harness, as ``trtexec --noTF32``; ignored, with a note, on a GPU without TF32). Raises ``ConfigError``
     for impossible inputs (unknown harness, power mode or precision, batch < 1, DLA on a board
     without one) and ``OutOfMemory`` when the processes do not fit in memory.
     """
@@ -120,6 +139,7 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
     h = get_harness(harness)
     hw = resolve(device, power_mode)
     notes: List[str] = list(hw.notes)
+    h = _with_tf32(h, tf32, hw, precision, notes)
     p = plan.resolve_precision(hw, precision, profile_precisions(device), notes, h)
     n_gpu, n_dla = plan.check_accelerator(accelerator, hw, processes, p)
     w = load(model, resolution, input_shape)

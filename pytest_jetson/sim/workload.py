@@ -197,6 +197,10 @@ def _unknown_ops(stats: Any, notes: List[str]) -> Tuple[str, ...]:
     if unknown:
         notes.append("operators without a cost model: " + ", ".join(unknown) + "; each is costed as a "
                      "memory-bound kernel that reads its inputs and writes its outputs once (no arithmetic)")
+    assumed = list(getattr(stats, "assumed_shapes", None) or ())
+    if assumed:
+        notes.append(f"output shape of {', '.join(assumed[:5])}{' ...' if len(assumed) > 5 else ''} not "
+                     "inferable: taken as its input's, and the layers after it sized from that")
     return unknown
 
 

@@ -149,7 +149,10 @@ def test_adaptive_pool_matches_torch_semantics():
             w0, w1 = (j * 3) // 7, -(-((j + 1) * 3) // 7)
             want[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
     np.testing.assert_allclose(got, want, rtol=1e-5)
-    assert analyze(model).params == 0  # the averaging weights are constants
+    # the averaging weights are constants, not parameters, next to a layer's weights
+    net = Net("pool", (2, 5, 3))
+    net.output(net.adaptive_avgpool(net.conv(net.input, 4, 1, bias=False), 7))
+    assert analyze(net.model()).params == 2 * 4
 
 
 # --- bad input --------------------------------------------------------------------------------
@@ -295,7 +298,8 @@ def test_model_local_functions_are_counted_inside():
 def test_dynamic_height_and_width_are_analysed_at_the_given_shape(tmp_path):
     path = seg_onnx(tmp_path / "det.onnx")
     with pytest.raises(ModelError, match=r"input 'x' has dynamic dimension\(s\) 2, 3 besides the batch "
-                                         r"\(batchx3xheightxwidth\); give its size: input_shape=\(C, H, W\)"):
+                                         r"\(batchx3xheightxwidth\); give its size: input_shape=\(3, H, W\) without "
+                                         r"the batch, or a dict by input name; or resolution=\(H, W\)"):
         analyze(path)
     small = analyze(path, input_shapes=(3, 48, 320))
     frame = analyze(path, input_shapes={"x": (1, 3, 480, 640)})

@@ -21,7 +21,8 @@ from pytest_jetson.models import zoo
 ROOT = Path(__file__).resolve().parents[2]
 
 # sum(p.numel() for p in model.parameters()) of torchvision; Ultralytics' model summaries (unfused)
-# for YOLOv8n, YOLO11 (the counts in ultralytics/cfg/models/11/yolo11.yaml) and YOLOv5s.
+# for YOLOv8 (the counts in ultralytics/cfg/models/v8/yolov8.yaml; the docs round them to 3.2,
+# 11.2, 25.9, 43.7 and 68.2 M), YOLO11 (the counts in ultralytics/cfg/models/11/yolo11.yaml) and YOLOv5s.
 PARAMS = {
     "resnet18": 11_689_512,
     "resnet34": 21_797_672,
@@ -38,6 +39,10 @@ PARAMS = {
     "mobilenet_v2": 3_504_872,
     "fcn_resnet50": 32_957_013,  # aux_loss=None; 35,322_218 with the aux classifier
     "yolov8n": 3_157_200,
+    "yolov8s": 11_166_560,
+    "yolov8m": 25_902_640,
+    "yolov8l": 43_691_520,
+    "yolov8x": 68_229_648,
     "yolo11n": 2_624_080,
     "yolo11s": 9_458_752,
     "yolo11m": 20_114_688,
@@ -65,6 +70,8 @@ PUBLISHED_GMACS = {
     # torchvision rounds to 0.14; the ShuffleNet V2 paper lists 146 M for the 1.0x model
     "shufflenet_v2_x1_0": 0.146,
     "yolov8n": 8.7 / 2,
+    # docs.ultralytics.com/models/yolov8 (detection, 640): 28.6, 78.9, 165.2, 257.8 GFLOPs
+    "yolov8s": 28.6 / 2, "yolov8m": 78.9 / 2, "yolov8l": 165.2 / 2, "yolov8x": 257.8 / 2,
     # Ultralytics' docs tables (GFLOPs at 640 = 2 x MACs) and the YOLOv7 paper's 104.7 GFLOPs
     "yolo11n": 6.5 / 2, "yolo11s": 21.5 / 2, "yolo11m": 68.0 / 2, "yolo11l": 86.9 / 2, "yolo11x": 194.9 / 2,
     "yolov5s": 16.5 / 2, "yolov7": 104.7 / 2,
@@ -261,3 +268,15 @@ def test_cache_dir_defaults_to_user_cache(monkeypatch, tmp_path):
     if sys.platform.startswith("linux"):
         assert zoo.cache_dir() == tmp_path / "pytest-jetson"
     assert zoo.cache_dir().name == "pytest-jetson"
+
+
+def test_yolov8_ladder_matches_the_published_rounded_figures():
+    # docs.ultralytics.com's table: params (M) and GFLOPs at 640, rounded to one decimal
+    published = {"yolov8n": (3.2, 8.7), "yolov8s": (11.2, 28.6), "yolov8m": (25.9, 78.9),
+                 "yolov8l": (43.7, 165.2), "yolov8x": (68.2, 257.8)}
+    for name, (mparams, gflops) in published.items():
+        s = zoo.stats(name)
+        assert round(s.params / 1e6, 1) == mparams, name
+        # Ultralytics counts the fused model with thop: within one unit of the last digit
+        assert 2 * s.macs / 1e9 == pytest.approx(gflops, abs=0.1), name
+        assert s.output_shapes == [(1, 84, 8400)], name

@@ -392,6 +392,33 @@ def test_fp32_means_tf32_on_ampere_unless_the_harness_clears_it():
     assert predict("agx-xavier", "resnet50", "fp32", 8, harness="trtexec").precision == "fp32"
 
 
+@pytest.mark.parametrize("harness", harness_names())
+def test_tf32_false_asks_for_true_fp32_under_any_harness(harness):
+    fp32 = predict(NANO, "resnet50", "fp32", 8, harness=harness, tf32=False)
+    tf32 = predict(NANO, "resnet50", "fp32", 8, harness=harness, tf32=True)
+    assert (fp32.precision, tf32.precision) == ("fp32", "tf32")
+    assert fp32.harness == tf32.harness == predict(NANO, "resnet50", harness=harness).harness
+    assert fp32.gpu_time > 1.5 * tf32.gpu_time
+    assert any(f"the {fp32.harness} harness clears the TF32 flag" in n for n in fp32.notes)
+    # precisions other than fp32 do not read it
+    assert predict(NANO, "resnet50", "fp16", harness=harness, tf32=False).precision == "fp16"
+
+
+def test_tf32_on_a_gpu_without_it_is_ignored_with_a_note():
+    plain = predict("agx-xavier", "resnet50", "fp32", harness="trtexec")
+    for flag in (True, False):
+        p = predict("agx-xavier", "resnet50", "fp32", harness="trtexec", tf32=flag)
+        assert p.precision == "fp32" and p.latency == plain.latency
+        assert any(n.startswith(f"tf32={flag} ignored: Jetson AGX Xavier (volta) has no TF32") for n in p.notes)
+
+
+def test_tf32_false_with_precision_tf32_or_a_non_bool_is_a_config_error():
+    with pytest.raises(ConfigError, match="precision='tf32' with tf32=False contradict"):
+        predict(NANO, "resnet50", "tf32", tf32=False)
+    with pytest.raises(ConfigError, match="tf32='no' must be True, False or None"):
+        predict(NANO, "resnet50", "fp32", tf32="no")
+
+
 # -- power modes -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("device", catalog.names())
@@ -451,3 +478,75 @@ def test_a_tensorrt_plan_is_refused_with_the_file_to_pass_instead(tmp_path):
     plan.write_bytes(b"\0" * 16)
     with pytest.raises(ModelError, match=r"yolo\.engine: a TensorRT plan holds no graph .*\.onnx file"):
         workload.load(str(plan))
+
+
+
+# -- graphs as exporters write them ------------------------------------------------------------
+
+def _lstm(tmp_path, steps, hidden=512):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, 256)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, hidden)).astype(np.float32), "R")]
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+             helper.make_node("LSTM", ["xt", "W", "R"], ["y", "yh"], hidden_size=hidden)]
+    graph = helper.make_graph(nodes, "lstm", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                            ["batch", steps, 256])],
+                              [helper.make_tensor_value_info("yh", TensorProto.FLOAT, [1, "batch", hidden])], inits)
+    path = tmp_path / f"lstm{steps}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return str(path)
+
+
+def test_an_lstm_is_priced_as_its_sequential_steps_not_as_memory(tmp_path):
+    short = predict(NANO, _lstm(tmp_path, 25))
+    long = predict(NANO, _lstm(tmp_path, 100))
+    assert not any("without a cost model" in n for n in short.notes)
+    # one dependent GEMM per step: four times the steps, about four times the GPU time
+    assert 3.0 <= long.gpu_time / short.gpu_time <= 4.2
+    assert long.breakdown["kernels"] >= 100
+
+
+def test_an_onnx_files_dynamic_height_and_width_come_from_resolution_or_input_shape(tmp_path):
+    from fakes.onnx_models import seg_onnx
+
+    from pytest_jetson.errors import ModelError
+
+    path = str(seg_onnx(tmp_path / "det.onnx", channels=32))
+    with pytest.raises(ModelError, match=r"input 'x' has dynamic dimension\(s\) 2, 3 besides the batch .*"
+                                         r"input_shape=\(3, H, W\) .*resolution=\(H, W\)"):
+        predict(NANO, path)
+    wide = predict(NANO, path, resolution=(480, 640))
+    assert predict(NANO, path, input_shape=(3, 480, 640)).latency == wide.latency
+    assert predict(NANO, path, input_shape={"x": (1, 3, 480, 640)}).latency == wide.latency
+    small = predict(NANO, path, resolution=240)
+    assert wide.gpu_time > 2 * small.gpu_time
+    with pytest.raises(ModelError, match="disagree on the height and width"):
+        predict(NANO, path, resolution=320, input_shape=(3, 480, 640))
+
+
+def test_a_custom_operator_is_named_and_priced_never_a_silent_zero(tmp_path):
+    import onnx
+    from onnx import helper
+
+    from pytest_jetson.models import zoo
+
+    model = zoo.build("resnet18", batch=1)
+    nodes = list(model.graph.node)
+    out = nodes[10].output[0]
+    for other in nodes[11:]:
+        other.input[:] = [out + ".custom" if x == out else x for x in other.input]
+    nodes.insert(11, helper.make_node("MyAct", [out], [out + ".custom"], name="plugin0", domain="com.example"))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    onnx.save(model, str(tmp_path / "custom.onnx"))
+    custom = predict(NANO, str(tmp_path / "custom.onnx"))
+    plain = predict(NANO, "resnet18")
+    assert any("without a cost model: com.example.MyAct" in n and "memory-bound" in n for n in custom.notes)
+    assert any("plugin0 (MyAct) not inferable: taken as its input's" in n for n in custom.notes)
+    # one more (memory-bound) kernel than the plain network: slower, never cheaper
+    assert plain.gpu_time < custom.gpu_time < 1.2 * plain.gpu_time
