@@ -12,6 +12,7 @@ from ..errors import JetsonError, ModelError
 from ..models import zoo
 from ..models.graph import analyze, input_dims
 from ..models.reference import resolve
+from ..sim.workload import file_shapes
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,8 +52,6 @@ def _shape(text: str) -> Tuple[int, ...]:
 
 
 def _file_stats(name: str, resolution, input_shape, batch: int):
-    from ..sim.workload import file_shapes
-
     for inp, dims in input_dims(name).items():
         dynamic = [a for a, d in enumerate(dims) if a and not (isinstance(d, int) and d > 0)]
         image = len(dims) == 4 and set(dynamic) <= {2, 3}

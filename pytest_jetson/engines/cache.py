@@ -20,6 +20,7 @@ File layout: ``MAGIC`` + 4-byte big-endian header length + JSON header + plan by
 
 import hashlib
 import json
+import stat
 import struct
 import time
 import warnings
@@ -30,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..fileio import lock as fileio_lock
 from ..fileio import write_atomic
 from ..models import zoo
+from ..models.reference import resolve
 
 MAGIC = b"PYTEST-JETSON-TRT-PLAN\n"
 HEADER_VERSION = 2
@@ -91,8 +93,6 @@ def model_digest(engine: Any) -> Optional[str]:
     one large model hashes it once."""
     path = getattr(engine, "path", None)
     if path is None:
-        from ..models.reference import resolve
-
         try:
             ref = resolve(getattr(engine, "model", None) or "")
         except Exception:
@@ -105,9 +105,7 @@ def model_digest(engine: Any) -> Optional[str]:
         st = real.stat()
     except (OSError, RuntimeError, TypeError, ValueError):
         return None
-    import stat as _stat
-
-    if not _stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode):
         return None
     state = (str(real), st.st_size, st.st_mtime_ns, st.st_ino)
     digest = _DIGESTS.get(state)

@@ -14,7 +14,9 @@ be another tool's), so content decides, not the name; the GitHub step summary is
 GitHub asks, and never judged.
 """
 
+import gzip
 import os
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -52,9 +54,6 @@ def _holds(path: Path, marks: Sequence[bytes], first_line: bool) -> bool:
 
 
 def _holds_gzip(path: Path, marks: Sequence[bytes]) -> bool:
-    import gzip
-    import zlib
-
     try:
         with gzip.open(path, "rb") as fh:
             head = fh.read(_SCAN)

@@ -85,9 +85,12 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
+from ..gate.entries import entry_ref, make_entry
 from ..gate.safe_read import JSONProblem, decode, loads, read_bytes
 from ..gate.session import TestResult
+from ..metrics import METRICS
 from ..options import REPORTED_FIELDS
+from ..run.measurement import Spread
 from .counts import TestCounts, from_results
 from .render import message
 
@@ -124,8 +127,6 @@ _EXPLAINED = ("fail", "error", "inconclusive")
 def summarise(d: Dict[str, Any], m: Any, confidence: float, keep_profile: bool = False) -> Dict[str, Any]:
     """A measurement's dict (``Measurement.to_dict``) with its samples summarised as a baseline
     entry summarises them, its workers' and stages' too: bounded whatever the run's length."""
-    from ..gate.entries import make_entry
-
     entry = make_entry(m, {}, confidence, recorded="")
     out = dict(d, **_ARRAYS, samples_kept="summary", iterations=len(getattr(m, "latencies", ()) or ()),
                metrics=entry["metrics"], samples=entry["samples"])
@@ -255,8 +256,6 @@ class _Summarised:
         return self.kept_iterations
 
     def metric(self, name: str) -> Optional[float]:
-        from ..metrics import METRICS
-
         if name not in METRICS:
             raise KeyError(name)
         value = self.kept.get(name)
@@ -265,15 +264,11 @@ class _Summarised:
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def metric_samples(self, name: str) -> Optional[List[float]]:
-        from ..metrics import METRICS
-
         st = self.ref.metrics.get(name)
         return list(st.sample) if st is not None and st.sample and METRICS[name].samples else None
 
 
 def _summarised_class(base: type) -> type:
-    from ..metrics import METRICS
-    from ..run.measurement import Spread
 
     def reader(name: str) -> property:
         def get(self: Any) -> Any:
@@ -293,8 +288,6 @@ _CLASSES: Dict[type, type] = {}
 def _as_summarised(m: Any, d: Dict[str, Any]) -> Any:
     """``m`` (read by ``Measurement.from_dict`` from the summarised ``d``) answering from what the
     report kept; its stages and workers too."""
-    from ..gate.entries import entry_ref
-
     if d.get("samples_kept") != "summary" or not isinstance(d.get("summary"), dict):
         return m
     base = type(m)

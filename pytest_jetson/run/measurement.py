@@ -66,6 +66,9 @@ class Samples(array):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __repr__(self) -> str:  # printed as the list it stands for, as before
+        return repr(self.tolist())
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         return Samples, (array("d", self),)
 

@@ -112,8 +112,10 @@ def test_onnxruntime_profiles_its_nodes_on_a_session_of_its_own(tmp_path):
     assert m.iterations == 30  # the profiling pass is not part of the timed window
     assert p.source == "onnxruntime" and p.runs == PROFILE_RUNS
     names = [x.name for x in p.layers]
-    assert "/pool/MaxPool" in names and "/gap/GlobalAveragePool" in names
-    assert {x.type for x in p.layers} >= {"Conv", "MaxPool"}
+    # the names are the nodes onnxruntime ran: its own after a layout rewrite (NCHWc on CPUs with
+    # wide vectors renames /pool/MaxPool to p1_nchwc and adds a reorder), the ONNX file's otherwise
+    assert all(names) and len(set(names)) == len(names)
+    assert {x.type for x in p.layers} >= {"Conv", "MaxPool", "GlobalAveragePool"}
     assert all(x.time > 0 and x.precision == "fp32" for x in p.layers)
     assert sum(x.share for x in p.layers) == pytest.approx(1.0)
     assert Measurement.from_dict(json.loads(json.dumps(m.to_dict()))).profile.digest == p.digest

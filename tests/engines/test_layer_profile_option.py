@@ -15,7 +15,7 @@ def test_sim(trt_engine, perf):
 def _report(project_of, *args):
     pytester = project_of(SUITE)
     result = pytester.runpytest("--jetson-device", "orin-nano", "-p", "no:cacheprovider",
-                                "--jetson-report-json=report.json", *args)
+                                "--jetson-report-json=report.json", "--jetson-report-samples=all", *args)
     result.assert_outcomes(passed=1)
     return json.loads((pytester.path / "report.json").read_text())
 
