@@ -53,6 +53,15 @@ class OutputShapeWarning(UserWarning):
     """The simulator could not size an output at the input size given (it returns a placeholder)."""
 
 
+class CostModelWarning(UserWarning):
+    """Part of the model has no cost model: the prediction priced it by an assumption it names."""
+
+
+#: How the prediction's notes begin where it priced part of the model by an assumption: said in
+#: the test's warnings, since a figure built on them can hide what the operator really costs.
+_ASSUMPTION_NOTES = ("operators without a cost model", "output shape of ", "operator(s) with no inferable")
+
+
 def _hw(resolution: Any) -> Tuple[int, int]:
     if isinstance(resolution, (int, np.integer)):
         return int(resolution), int(resolution)
@@ -138,6 +147,9 @@ class SimulatedEngine(Engine):
             self.inputs, self.outputs = _zoo_io(label, self.batch, resolution)
 
         self.prediction = self._predict(self.batch)
+        for note in getattr(self.prediction, "notes", ()):
+            if note.startswith(_ASSUMPTION_NOTES) or _ASSUMPTION_NOTES[2] in note:
+                warnings.warn(f"{self.name}: {note}", CostModelWarning, stacklevel=2)
         self.memory_bytes = self._memory(self.prediction)
         self._advance = self.clock.advance
         self._now = self.clock.now

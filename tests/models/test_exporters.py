@@ -143,3 +143,18 @@ def test_a_dynamic_dimension_written_as_minus_one_is_named_in_the_error(tmp_path
                                          r"\(\?x3x\?x\?\); give its size: input_shape=\(3, H, W\)"):
         analyze(model)
     assert analyze(model, input_shapes=(3, 48, 192)).input_shape == (1, 3, 48, 192)
+
+
+def test_a_simulated_engine_on_a_custom_operator_warns_in_the_test_that_uses_it(project_of):
+    tester = project_of('''
+import pytest
+
+@pytest.mark.perf(throughput=">= 1/s")
+def test_plugin_net(trt_engine, perf):
+    perf.measure(trt_engine("custom.onnx"), duration="0.1s")
+''')
+    onnx.save(_with_custom_op(), str(tester.path / "custom.onnx"))
+    result = tester.runpytest("--jetson-device", "orin-nano", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_plugin_net*", "*CostModelWarning*operators without a cost model: "
+                                 "com.example.MyAct*"])
