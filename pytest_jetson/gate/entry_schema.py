@@ -33,10 +33,10 @@ def _type(x: Any) -> str:
     return "null" if x is None else type(x).__name__
 
 
-def validate_entry(path: Path, key: str, entry: Any, schema: int) -> None:
+def validate_entry(path: Path, key: str, entry: Any, schema: int, report: bool = False) -> None:
     """Raise BaselineError naming the file, the entry, the field and the fix when ``entry`` is not
     a baseline entry of ``schema``."""
-    bad = _Complaint(path, key)
+    bad = _Complaint(path, key, report)
     if not isinstance(entry, dict):
         raise BaselineError(f"{bad.where}: expected an object with 'metrics', got {_type(entry)}; {bad.fix}")
     _check_fields(entry, bad)
@@ -50,8 +50,11 @@ def validate_entry(path: Path, key: str, entry: Any, schema: int) -> None:
 class _Complaint:
     """The error about one field of one entry: where, what it must be, what it is, the fix."""
 
-    def __init__(self, path: Path, key: str) -> None:
-        self.where = f"baseline file {path}, entry {key!r}"
+    def __init__(self, path: Path, key: str, report: bool = False) -> None:
+        self.where = f"{'report' if report else 'baseline file'} {path}, entry {key!r}"
+        if report:  # a report's kept summary is checked as a baseline entry is
+            self.fix = f"re-create the report with pytest --jetson-report-json {path}"
+            return
         self.fix = (f"fix the field or delete the entry and re-record it (--jetson-update-baselines); "
                     f"{FIX_UNREADABLE.format(path=path)}")
 

@@ -86,6 +86,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from .. import __version__, fileio
 from ..errors import BaselineError
 from ..gate.entries import entry_ref, make_entry
+from ..gate.entry_schema import validate_entry
 from ..gate.safe_read import JSONProblem, decode, loads, read_bytes
 from ..gate.session import TestResult
 from ..metrics import METRICS
@@ -285,11 +286,14 @@ def _summarised_class(base: type) -> type:
 _CLASSES: Dict[type, type] = {}
 
 
-def _as_summarised(m: Any, d: Dict[str, Any]) -> Any:
+def _as_summarised(m: Any, d: Dict[str, Any], path: Any = "") -> Any:
     """``m`` (read by ``Measurement.from_dict`` from the summarised ``d``) answering from what the
-    report kept; its stages and workers too."""
+    report kept, checked as a baseline entry is (finite, bounded figures); its stages and workers
+    too."""
     if d.get("samples_kept") != "summary" or not isinstance(d.get("summary"), dict):
         return m
+    validate_entry(path, str(d.get("key") or d.get("name") or "?"),
+                   {"metrics": d.get("metrics") or {}, "samples": d.get("samples") or {}}, 2, report=True)
     base = type(m)
     cls = _CLASSES.get(base) or _CLASSES.setdefault(base, _summarised_class(base))
     m.__class__ = cls
@@ -298,18 +302,18 @@ def _as_summarised(m: Any, d: Dict[str, Any]) -> Any:
     m.ref = entry_ref({"metrics": d.get("metrics") or {}, "samples": d.get("samples") or {}})
     for name, stage in (getattr(m, "stages", None) or {}).items():
         if isinstance((d.get("stages") or {}).get(name), dict):
-            _as_summarised(stage, d["stages"][name])
+            _as_summarised(stage, d["stages"][name], path)
     for w, wd in zip(getattr(m, "workers", None) or [], d.get("workers") or []):
         if isinstance(wd, dict):
-            _as_summarised(w, wd)
+            _as_summarised(w, wd, path)
     return m
 
 
-def result_of(t: Dict[str, Any]) -> TestResult:
+def result_of(t: Dict[str, Any], path: Any = "") -> TestResult:
     """One test of a report (``test_json``) as a gate result."""
     result = TestResult.from_json(t)
     for m, md in zip(result.measurements, t.get("measurements") or []):
-        _as_summarised(m, md)
+        _as_summarised(m, md, path)
     if any(getattr(m, "ref", None) is not None for m in result.measurements):
         result.kept_json = t  # type: ignore[attr-defined]
     return result
@@ -322,7 +326,9 @@ def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult
     out = []
     for t in doc.get("tests", []):
         try:
-            out.append(result_of(t))
+            out.append(result_of(t, path))
+        except BaselineError:
+            raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             nodeid = t.get("nodeid", "?") if isinstance(t, dict) else "?"
             raise BaselineError(f"report {path}: test {nodeid} cannot be read ({type(exc).__name__}: {exc}); "
