@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_jetson.errors import BaselineError
 from pytest_jetson.gate.safe_read import MAX_INT_DIGITS, JSONProblem, loads
