@@ -10,6 +10,8 @@ import pytest
 pytest.importorskip("onnxruntime")
 
 MODEL = '''
+import os
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -22,7 +24,9 @@ def make(path, scale=2.0, classes=10):
     graph = helper.make_graph([helper.make_node("Mul", ["x", "s"], ["logits"])], "g", [x], [y], [s])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
-    onnx.save(model, path)
+    # each xdist worker writes it: atomically, so no worker opens another's half-written file
+    onnx.save(model, f"{path}.{os.getpid()}")
+    os.replace(f"{path}.{os.getpid()}", path)
     return path
 '''
 
