@@ -48,6 +48,7 @@ def _run(project: Path, n: int, xdist: bool) -> dict:
            "--jetson-report-json", str(report)] + (["-n", "2"] if xdist else ["-p", "no:xdist"])
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTEST_JETSON_SYSROOT=str(project / "empty-root"))
     env.pop("GITHUB_STEP_SUMMARY", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules compiled once, not per process
     out = subprocess.run([sys.executable, "-c", WRAPPER] + cmd, cwd=str(project), env=env,
                          capture_output=True, text=True, check=True)
     row = json.loads(out.stdout.strip().splitlines()[-1])

@@ -820,6 +820,8 @@ class PerfSession:
             return
         bounds = item.stash.get(BOUNDS_KEY, [])
         recorder = item.stash.get(RECORDER_KEY, None)
+        if recorder is not None:
+            del item.stash[RECORDER_KEY]  # pytest keeps every item to the end: not its samples too
         measurements = list(recorder.measurements) if recorder is not None else []
         checks = list(getattr(recorder, "output_checks", None) or [])
         if not bounds and not measurements and not checks:
@@ -877,7 +879,20 @@ class PerfSession:
             self.ran.append(report.nodeid)
             result = getattr(report, "jetson", None)
             if result is not None:
+                if not self.worker:
+                    result = report.jetson = self._kept(result)
                 self.results.append(result)
+
+    def _kept(self, result):
+        """A judged result as the session keeps it to its end (``jsonreport.kept``: its report
+        test, a few KB), after every hook that adds to it (a trace's link) has run; whole where
+        plots draw every sample."""
+        s = self.ctx.settings
+        if s.plots:
+            return result
+        from .report.jsonreport import kept
+
+        return kept(result, s.report_samples, s.confidence)
 
     # -- the pytest-xdist boundary: the one place a result is serialised (besides report files) --
     @pytest.hookimpl(hookwrapper=True)
@@ -886,20 +901,26 @@ class PerfSession:
         data = outcome.get_result()
         result = data.get("jetson") if isinstance(data, dict) else None
         if result is not None and hasattr(result, "to_json"):
-            # summarised as the report keeps it (every sample only where a report or plot needs it)
-            from .report.jsonreport import test_json
+            # as the session keeps it, one string (every sample only where a plot needs it): a
+            # nested dict costs execnet more than the test it describes
+            from .report.jsonreport import kept_text
 
             s = self.ctx.settings
-            data["jetson"] = result.to_json() if s.plots else test_json(result, s.report_samples, s.confidence)
+            data["jetson"] = result.to_json() if s.plots else kept_text(result, s.report_samples, s.confidence)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_report_from_serializable(self, config, data):
         outcome = yield
         report = outcome.get_result()
-        if isinstance(getattr(report, "jetson", None), dict):
+        data = getattr(report, "jetson", None)
+        if isinstance(data, str):
+            from .report.jsonreport import from_text
+
+            report.jetson = from_text(data)
+        elif isinstance(data, dict):
             from .report.jsonreport import result_of
 
-            report.jetson = result_of(report.jetson)
+            report.jetson = result_of(data)
 
     def pytest_deselected(self, items):
         self.deselected += len(items)

@@ -146,8 +146,11 @@ def summarise(d: Dict[str, Any], m: Any, confidence: float, keep_profile: bool =
 def test_json(result: Any, samples: str = "summary", confidence: float = 0.99) -> Dict[str, Any]:
     """One test of the report (``TestResult.to_json`` with the verdicts' messages); ``samples``:
     summary (the measurements summarised, ``summarise``) or all."""
+    text = getattr(result, "kept_text", None)
+    if text is not None:  # summarised already (``kept``): as it was then
+        return json.loads(text)
     kept = getattr(result, "kept_json", None)
-    if kept is not None:  # crossed from an xdist worker summarised already: as it came
+    if kept is not None:  # read from a summarised report: as it came
         return kept
     d = result.to_json()
     for vd, v in zip(d["verdicts"], result.verdicts):
@@ -166,7 +169,8 @@ def build(results: Sequence[Any], settings: Any, device: Any, counts: Optional[T
     """The report; ``provenance``: its "commit" and "machine" blocks."""
     samples = getattr(settings, "report_samples", None) or "summary"
     confidence = float(getattr(settings, "confidence", 0.99) or 0.99)
-    tests = [r if isinstance(r, dict) else test_json(r, samples, confidence) for r in results]
+    tests = [r if isinstance(r, dict) else _Text(r.kept_text) if getattr(r, "kept_text", None) is not None
+             else test_json(r, samples, confidence) for r in results]
     counts = counts if counts is not None else from_results(results)
     fp = device.fingerprint() if hasattr(device, "fingerprint") else dict(device or {})
     return _clean({
@@ -183,16 +187,55 @@ def build(results: Sequence[Any], settings: Any, device: Any, counts: Optional[T
     })
 
 
+class _Text(str):
+    """A test already written as compact JSON (``kept``): spliced into the report as it is."""
+
+
+def compact(x: Any) -> str:
+    """``x`` as the report writes it: compact JSON, keys sorted, no NaN."""
+    return json.dumps(_clean(x), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def kept(result: Any, samples: str = "summary", confidence: float = 0.99) -> TestResult:
+    """A judged result as a session keeps it to its end: its report test (``test_json``) held
+    once, as compact JSON text, and read back (``result_of``) for the terminal, the Markdown
+    report, the baselines and the history store. A session of thousands of tests then holds a
+    few KB per test, not every sample, telemetry reading and layer of each."""
+    if getattr(result, "kept_text", None) is not None:
+        return result
+    return from_text(kept_text(result, samples, confidence))
+
+
+def kept_text(result: Any, samples: str = "summary", confidence: float = 0.99) -> str:
+    """The text ``kept`` holds: what an xdist worker sends for a result."""
+    text = getattr(result, "kept_text", None)
+    return text if text is not None else compact(test_json(result, samples, confidence))
+
+
+def from_text(text: str) -> TestResult:
+    """A result ``kept`` wrote (in this session, or on an xdist worker)."""
+    result = result_of(json.loads(text), check=False)
+    result.kept_json = None  # type: ignore[attr-defined]
+    result.kept_text = text  # type: ignore[attr-defined]
+    return result
+
+
 def write(path: Union[str, Path], report: Dict[str, Any]) -> Path:
     """Compact JSON (an indented report of a thousand tests is mostly spaces); gzip-compressed
-    when ``path`` ends in ``.gz``."""
+    when ``path`` ends in ``.gz``. Tests already kept as text are written as they are."""
     path = Path(path)
-    text = json.dumps(report, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    text = "{" + ",".join(json.dumps(str(k)) + ":" + _value_text(k, report[k]) for k in sorted(report)) + "}\n"
     if path.suffix == ".gz":
         fileio.write_atomic(path, gzip.compress(text.encode("utf-8"), mtime=0))
     else:
         fileio.write_atomic(path, text)
     return path
+
+
+def _value_text(key: str, value: Any) -> str:
+    if key == "tests" and isinstance(value, list):
+        return "[" + ",".join(t if isinstance(t, _Text) else compact(t) for t in value) + "]"
+    return compact(value)
 
 
 def _inflate(data: bytes, path: Path, fix: str) -> bytes:
@@ -249,8 +292,17 @@ class _Summarised:
     reference (``gate.entries.entry_ref``: value, n, se_log, df per metric) for comparisons."""
 
     kept: Dict[str, Any]
-    ref: Any
     kept_iterations: int
+    #: the report's "metrics" and "samples" of this measurement as JSON text, read into ``ref``
+    #: on first use: a session keeps thousands of these and compares none of them again
+    ref_text: str
+
+    @property
+    def ref(self) -> Any:
+        ref = self.__dict__.get("_ref")
+        if ref is None:
+            ref = self.__dict__["_ref"] = entry_ref(json.loads(self.ref_text))
+        return ref
 
     @property
     def iterations(self) -> int:
@@ -286,35 +338,37 @@ def _summarised_class(base: type) -> type:
 _CLASSES: Dict[type, type] = {}
 
 
-def _as_summarised(m: Any, d: Dict[str, Any], path: Any = "") -> Any:
+def _as_summarised(m: Any, d: Dict[str, Any], path: Any = "", check: bool = True) -> Any:
     """``m`` (read by ``Measurement.from_dict`` from the summarised ``d``) answering from what the
     report kept, checked as a baseline entry is (finite, bounded figures); its stages and workers
     too."""
     if d.get("samples_kept") != "summary" or not isinstance(d.get("summary"), dict):
         return m
-    validate_entry(path, str(d.get("key") or d.get("name") or "?"),
-                   {"metrics": d.get("metrics") or {}, "samples": d.get("samples") or {}}, 2, report=True)
+    figures = {"metrics": d.get("metrics") or {}, "samples": d.get("samples") or {}}
+    if check:
+        validate_entry(path, str(d.get("key") or d.get("name") or "?"), figures, 2, report=True)
     base = type(m)
     cls = _CLASSES.get(base) or _CLASSES.setdefault(base, _summarised_class(base))
     m.__class__ = cls
     m.kept = dict(d["summary"])
     m.kept_iterations = int(d.get("iterations") or 0)
-    m.ref = entry_ref({"metrics": d.get("metrics") or {}, "samples": d.get("samples") or {}})
+    m.ref_text = json.dumps(figures, separators=(",", ":"))
     for name, stage in (getattr(m, "stages", None) or {}).items():
         if isinstance((d.get("stages") or {}).get(name), dict):
-            _as_summarised(stage, d["stages"][name], path)
+            _as_summarised(stage, d["stages"][name], path, check)
     for w, wd in zip(getattr(m, "workers", None) or [], d.get("workers") or []):
         if isinstance(wd, dict):
-            _as_summarised(w, wd, path)
+            _as_summarised(w, wd, path, check)
     return m
 
 
-def result_of(t: Dict[str, Any], path: Any = "") -> TestResult:
-    """One test of a report (``test_json``) as a gate result."""
+def result_of(t: Dict[str, Any], path: Any = "", check: bool = True) -> TestResult:
+    """One test of a report (``test_json``) as a gate result; ``check``: its kept figures
+    checked as a baseline entry's (not for a test this session summarised itself)."""
     result = TestResult.from_json(t)
     for m, md in zip(result.measurements, t.get("measurements") or []):
-        _as_summarised(m, md, path)
-    if any(getattr(m, "ref", None) is not None for m in result.measurements):
+        _as_summarised(m, md, path, check)
+    if any(isinstance(m, _Summarised) for m in result.measurements):
         result.kept_json = t  # type: ignore[attr-defined]
     return result
 
