@@ -149,9 +149,6 @@ def test_json(result: Any, samples: str = "summary", confidence: float = 0.99) -
     text = getattr(result, "kept_text", None)
     if text is not None:  # summarised already (``kept``): as it was then
         return json.loads(text)
-    kept = getattr(result, "kept_json", None)
-    if kept is not None:  # read from a summarised report: as it came
-        return kept
     d = result.to_json()
     for vd, v in zip(d["verdicts"], result.verdicts):
         vd["message"] = message(v)
@@ -215,7 +212,6 @@ def kept_text(result: Any, samples: str = "summary", confidence: float = 0.99) -
 def from_text(text: str) -> TestResult:
     """A result ``kept`` wrote (in this session, or on an xdist worker)."""
     result = result_of(json.loads(text), check=False)
-    result.kept_json = None  # type: ignore[attr-defined]
     result.kept_text = text  # type: ignore[attr-defined]
     return result
 
@@ -368,8 +364,6 @@ def result_of(t: Dict[str, Any], path: Any = "", check: bool = True) -> TestResu
     result = TestResult.from_json(t)
     for m, md in zip(result.measurements, t.get("measurements") or []):
         _as_summarised(m, md, path, check)
-    if any(isinstance(m, _Summarised) for m in result.measurements):
-        result.kept_json = t  # type: ignore[attr-defined]
     return result
 
 

@@ -36,17 +36,15 @@ DEFAULT_METRICS = defaults("history")
 
 @dataclass
 class Run:
-    """One report: its header (``doc``, without reading its tests) and its tests as gate results."""
+    """One report: its header (``doc``, without its tests) and its followed metrics' points."""
 
     path: Path
     name: str
     created: str
     doc: Dict[str, Any]
     order: int
-    results: List[Any] = field(default_factory=list)
-    #: (measurement key, metric) -> point, where the run comes with them (a history store);
-    #: else read from ``results``
-    points: Optional[Dict[Tuple[str, str], "Point"]] = None
+    #: (measurement key, metric) -> point
+    points: Dict[Tuple[str, str], "Point"] = field(default_factory=dict)
 
     @property
     def commit(self) -> Dict[str, Any]:
@@ -65,7 +63,6 @@ class Run:
         device = self.doc.get("device") or {}
         target = self.doc.get("target") or {}
         backend = target.get("backend") or (self.doc.get("settings") or {}).get("backend") or ""
-        backend = backend or next((m.backend for r in self.results for m in r.measurements if m.backend), "")
         return (str(device.get("device") or "?"), str(device.get("power_mode") or "-"), backend or "?",
                 "simulated" if device.get("simulated") else "real")
 
@@ -123,8 +120,8 @@ def load(paths: Sequence[Path], optional: Sequence[Path] = (), skipped: Optional
                 skipped.append(path)
             continue
         name = path.stem if stems.count(path.stem) == 1 else Path(*path.parts[-2:]).with_suffix("").as_posix()
-        runs.append(Run(path=path, name=name, created=str(doc.get("created") or ""), doc=doc, order=i,
-                        results=results(doc, path)))
+        runs.append(_run(path, name, doc, i))
+        del doc  # a run keeps its points: fifty reports of a thousand tests are never held at once
     schemas: Dict[Any, List[str]] = {}
     for r in runs:
         schemas.setdefault(r.doc.get("schema"), []).append(str(r.path))
@@ -133,6 +130,18 @@ def load(paths: Sequence[Path], optional: Sequence[Path] = (), skipped: Optional
         raise BaselineError(f"history needs reports of one schema version, these differ ({parts}); "
                             f"re-create the old reports with this pytest-jetson or leave them out")
     return ordered(runs)
+
+
+def _run(path: Path, name: str, doc: Dict[str, Any], order: int) -> Run:
+    """A report as a run: its header and its followed metrics' points, not its tests."""
+    res = results(doc, path)
+    header = {k: v for k, v in doc.items() if k != "tests"}
+    target = header.get("target") if isinstance(header.get("target"), dict) else {}
+    if not target.get("backend") and not (header.get("settings") or {}).get("backend"):
+        backend = next((m.backend for r in res for m in r.measurements if m.backend), "")
+        header["target"] = dict(target, backend=backend)
+    return Run(path=path, name=name, created=str(doc.get("created") or ""), doc=header, order=order,
+               points=points_of(res))
 
 
 def ordered(runs: Sequence[Run]) -> List[Run]:
@@ -236,8 +245,7 @@ def _cells(runs: Sequence[Run]) -> Dict[Tuple[str, str], Dict[int, Point]]:
     """(measurement key, metric) -> run index -> point."""
     cells: Dict[Tuple[str, str], Dict[int, Point]] = {}
     for i, run in enumerate(runs):
-        points = run.points if run.points is not None else points_of(run.results)
-        for cell, point in points.items():
+        for cell, point in run.points.items():
             cells.setdefault(cell, {})[i] = point
     return cells
 
