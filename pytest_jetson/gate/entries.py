@@ -97,9 +97,10 @@ def _records(measurement: Any, names: Sequence[str], confidence: float) -> Dict[
     """The ``metrics`` and ``samples`` of ``measurement`` for each of ``names`` it has."""
     metrics: Dict[str, Any] = {}
     samples: Dict[str, List[Any]] = {}
+    memo: Dict[Any, Any] = {}
     for name in names:
         row = METRICS[name]
-        st = metric_stats(measurement, name, confidence, keep_sample=False)
+        st = metric_stats(measurement, name, confidence, keep_sample=False, memo=memo)
         if st is None:
             continue
         metrics[name] = _metric_record(st)

@@ -35,6 +35,7 @@ against it).
 """
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -134,11 +135,26 @@ def opt_float(v: Any) -> Optional[float]:
 # -- within-run errors ------------------------------------------------------------------------------
 def batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
     """(se of the mean by batch means, its degrees of freedom, inflation over the iid se).
+    The quantile metrics of a measurement ask it of the same samples one after the other: the
+    last answer is kept while its array lives.
 
     Up to ``BATCHES`` contiguous batches; while the means of neighbouring batches still correlate
     (lag-1 autocorrelation above 2/sqrt(k)), batches are merged pairwise, so the batches grow past
     the correlation time of the series (a slow drift or a DVFS step spans several of them)."""
-    x = np.asarray(x, dtype=float)
+    last, answer = _LAST_BATCH_MEANS
+    if last is not None and last() is x:
+        return answer
+    answer = _batch_means_se(np.asarray(x, dtype=float))
+    if isinstance(x, np.ndarray):
+        _LAST_BATCH_MEANS[:] = [weakref.ref(x), answer]
+    return answer
+
+
+#: (a weak reference to the last array ``batch_means_se`` read, its answer)
+_LAST_BATCH_MEANS: List[Any] = [None, None]
+
+
+def _batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
     n = x.size
     sd = float(x.std(ddof=1)) if n > 1 else 0.0
     se_iid = sd / math.sqrt(n) if n > 0 else 0.0
@@ -180,11 +196,34 @@ def peak_se(x: np.ndarray, blocks: int = PEAK_BLOCKS) -> Tuple[float, float]:
     return max(float(peaks.std(ddof=1)), gap), float(k - 1)
 
 
+def _sorted(x: np.ndarray) -> np.ndarray:
+    """``x`` sorted; the last answer is kept while ``x`` lives (four quantile metrics read one
+    latency array)."""
+    last, answer = _LAST_SORTED
+    if last is None or last() is not x:
+        answer = np.sort(x)
+        _LAST_SORTED[:] = [weakref.ref(x), answer]
+    return answer
+
+
+#: (a weak reference to the last array ``_sorted`` sorted, that array sorted)
+_LAST_SORTED: List[Any] = [None, None]
+
+
+def _quantile(ordered: np.ndarray, q: float) -> float:
+    """``np.quantile(x, q)`` (its default, linear method) of ``x`` already sorted."""
+    h = (ordered.size - 1) * q
+    i = min(int(h), ordered.size - 1)
+    j = min(i + 1, ordered.size - 1)
+    return float(ordered[i] + (h - i) * (ordered[j] - ordered[i]))
+
+
 def _quantile_se(x: np.ndarray, value: float, q: float, inflation: float, df_mean: float) -> Tuple[float, float]:
     n = x.size
     s = math.sqrt(q * (1 - q) / n)
-    lo = float(np.quantile(x, max(0.0, q - s)))
-    hi = float(np.quantile(x, min(1.0, q + s)))
+    ordered = _sorted(x)
+    lo = _quantile(ordered, max(0.0, q - s))
+    hi = _quantile(ordered, min(1.0, q + s))
     below, above = max(0.0, value - lo), max(0.0, hi - value)
     # Beyond a tail quantile of a short run sit the rare outliers (an interrupt, a page fault):
     # the spacing above may be one of them, and would call every p99 undecidable. Capped at
@@ -374,10 +413,18 @@ ESTIMATORS: Dict[str, Callable[[Any, Metric, float, np.ndarray], Estimate]] = {
 }
 
 
-def _finite_samples(measurement: Any, metric: str) -> np.ndarray:
+def _finite_samples(measurement: Any, metric: str, memo: Optional[Dict[Any, np.ndarray]] = None) -> np.ndarray:
+    """The finite samples behind ``metric``; ``memo``: those already read from this measurement,
+    by source (its latency metrics share one array)."""
+    source = METRICS[metric].samples
+    if memo is not None and source in memo:
+        return memo[source]
     samples = measurement.metric_samples(metric)
     x = np.asarray(samples if samples else [], dtype=float)
-    return x[np.isfinite(x)]
+    x = x[np.isfinite(x)]
+    if memo is not None:
+        memo[source] = x
+    return x
 
 
 def _estimate(measurement: Any, row: Metric) -> Estimate:
@@ -390,21 +437,30 @@ def _estimate(measurement: Any, row: Metric) -> Estimate:
 
 # -- one metric -------------------------------------------------------------------------------------
 def _describe(st: MetricStats, x: np.ndarray, keep_sample: bool) -> None:
-    st.mean = float(x.mean())
-    st.median = float(np.median(x))
-    st.stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    last, answer = _LAST_DESCRIBED
+    if last is None or last() is not x:
+        answer = (float(x.mean()), float(np.median(x)), float(x.std(ddof=1)) if x.size > 1 else 0.0)
+        _LAST_DESCRIBED[:] = [weakref.ref(x), answer]
+    st.mean, st.median, st.stdev = answer
+    if keep_sample:
+        st.sample = compact(x)
     if keep_sample:
         st.sample = compact(x)
 
 
+#: (a weak reference to the last array ``_describe`` read, its mean, median and stdev)
+_LAST_DESCRIBED: List[Any] = [None, None]
+
+
 def metric_stats(measurement: Any, metric: str, confidence: float = 0.99,
-                 keep_sample: bool = True) -> Optional[MetricStats]:
+                 keep_sample: bool = True, memo: Optional[Dict[Any, np.ndarray]] = None) -> Optional[MetricStats]:
     """The statistics of ``metric`` in ``measurement`` (None when it has no value).
-    ``keep_sample=False`` skips the compact sample (a comparison does not need it)."""
+    ``keep_sample=False`` skips the compact sample (a comparison does not need it); ``memo``:
+    one dict for the metrics of one measurement (``_finite_samples``)."""
     value = measurement.metric(metric)
     if value is None or not math.isfinite(value):
         return None
-    x = _finite_samples(measurement, metric)
+    x = _finite_samples(measurement, metric, memo)
     st = MetricStats(value=float(value), n=int(x.size) if x.size else 1)
     if x.size:
         _describe(st, x, keep_sample)

@@ -119,3 +119,20 @@ def test_memory_not_from_telemetry_has_no_series_error():
     m = Measurement(name="m", batch=1, latencies=[0.01] * 100, duration=1.0, items=100, engine_memory=2 ** 26)
     st_ = metric_stats(m, "memory")
     assert st_.value == 2 ** 26 and st_.se_log is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(1e-6, 1e3), min_size=1, max_size=300), st.floats(0, 1))
+def test_quantiles_of_the_sorted_samples_are_numpys(values, q):
+    from pytest_jetson.gate.stats import _quantile, _sorted
+
+    x = np.array(values)
+    assert _quantile(_sorted(x), q) == pytest.approx(float(np.quantile(x, q)), rel=1e-12, abs=1e-15)
+
+
+def test_statistics_of_one_array_are_not_reused_for_another_with_the_same_values_changed():
+    x = np.linspace(1.0, 2.0, 400)
+    first = batch_means_se(x)
+    y = x * 3.0  # a new array: never the answer kept for x
+    assert batch_means_se(y)[0] == pytest.approx(3 * first[0])
+    assert batch_means_se(x) == first
