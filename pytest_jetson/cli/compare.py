@@ -108,7 +108,8 @@ def _load(args: argparse.Namespace) -> Tuple[Dict[str, Any], List[TestResult], L
     """The old report's document (for when it ran) and both reports' results."""
     try:
         old = jsonreport.load(args.old)
-        return old, jsonreport.results(old, args.old), jsonreport.results(jsonreport.load(args.new), args.new)
+        before = jsonreport.results(old, args.old, consume=True)
+        return old, before, jsonreport.results(jsonreport.load(args.new), args.new, consume=True)
     except BaselineError as exc:
         raise _Usage(str(exc)) from None
 

@@ -81,7 +81,7 @@ import json
 import math
 import zlib
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
@@ -367,12 +367,26 @@ def result_of(t: Dict[str, Any], path: Any = "", check: bool = True) -> TestResu
     return result
 
 
-def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult]:
+def _each(tests: List[Any], consume: bool) -> Iterator[Any]:
+    if not consume:
+        yield from tests
+        return
+    tests.reverse()
+    while tests:
+        yield tests.pop()
+
+
+def results(doc: Dict[str, Any], path: Union[str, Path] = "", consume: bool = False) -> List[TestResult]:
     """A report's tests as gate results (``Measurement`` and ``Verdict`` objects; a summarised
     measurement answers its metrics from what the report kept, ``_Summarised``); a test the
-    report holds in another shape is a BaselineError naming the file and the test."""
+    report holds in another shape is a BaselineError naming the file and the test. ``consume``:
+    each test's dict is let go once read (``doc`` keeps its header only), so a large report is
+    never held twice."""
     out = []
-    for t in doc.get("tests", []):
+    tests = doc.get("tests", [])
+    if consume:
+        doc["tests"] = []
+    for t in _each(tests, consume):
         try:
             out.append(result_of(t, path))
         except BaselineError:

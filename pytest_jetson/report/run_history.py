@@ -134,7 +134,7 @@ def load(paths: Sequence[Path], optional: Sequence[Path] = (), skipped: Optional
 
 def _run(path: Path, name: str, doc: Dict[str, Any], order: int) -> Run:
     """A report as a run: its header and its followed metrics' points, not its tests."""
-    res = results(doc, path)
+    res = results(doc, path, consume=True)
     header = {k: v for k, v in doc.items() if k != "tests"}
     target = header.get("target") if isinstance(header.get("target"), dict) else {}
     if not target.get("backend") and not (header.get("settings") or {}).get("backend"):
