@@ -107,9 +107,9 @@ def _check_metrics(args: argparse.Namespace) -> None:
 def _load(args: argparse.Namespace) -> Tuple[Dict[str, Any], List[TestResult], List[TestResult]]:
     """The old report's document (for when it ran) and both reports' results."""
     try:
-        old = jsonreport.load(args.old)
-        before = jsonreport.results(old, args.old, consume=True)
-        return old, before, jsonreport.results(jsonreport.load(args.new), args.new, consume=True)
+        old, tests = jsonreport.stream(args.old)
+        before = list(tests)
+        return old, before, list(jsonreport.stream(args.new)[1])
     except BaselineError as exc:
         raise _Usage(str(exc)) from None
 

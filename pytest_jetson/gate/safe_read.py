@@ -49,6 +49,13 @@ def _constant(name: str) -> Any:
     raise JSONProblem(f"{name} is not a number JSON allows")
 
 
+def decoder() -> json.JSONDecoder:
+    """A decoder as strict as ``loads`` (for reading a large document a value at a time with
+    ``raw_decode``; the caller checks the keys of the object it walks itself)."""
+    return json.JSONDecoder(object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
+                            parse_constant=_constant)
+
+
 def loads(text: str) -> Any:
     """``text`` as JSON, strictly; JSONProblem (a ValueError) saying what is wrong, RecursionError
     for nesting deeper than Python's stack."""

@@ -79,15 +79,16 @@ import datetime as _dt
 import gzip
 import json
 import math
+import re
 import zlib
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
 from ..gate.entries import entry_ref, make_entry
 from ..gate.entry_schema import validate_entry
-from ..gate.safe_read import JSONProblem, decode, loads, read_bytes
+from ..gate.safe_read import JSONProblem, decode, decoder, loads, read_bytes
 from ..gate.session import TestResult
 from ..metrics import METRICS
 from ..options import REPORTED_FIELDS
@@ -247,10 +248,8 @@ def _inflate(data: bytes, path: Path, fix: str) -> bytes:
     return out
 
 
-def load(path: Union[str, Path]) -> Dict[str, Any]:
-    """Read a report; BaselineError naming the file and the fix when it is not one. A FIFO, a
-    device or a link to one is refused unread; numbers are read as strictly as baselines."""
-    path = Path(path)
+def _text(path: Path) -> Tuple[str, str]:
+    """A report's text and the fix its errors name; refused unread where ``load`` refuses it."""
     if path.is_dir():
         raise BaselineError(f"report {path} is a directory; pass the JSON file written by "
                             f"--jetson-report-json (e.g. {path / 'report.json'})")
@@ -261,16 +260,32 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
         raise BaselineError(f"report {path} does not exist; write one with pytest --jetson-report-json {path}")
     if data[:2] == b"\x1f\x8b":
         data = _inflate(data, path, fix)
-    text = decode(data, path, fix, what="report")
+    return decode(data, path, fix, what="report"), fix
+
+
+def _unreadable(path: Path, fix: str, exc: BaseException) -> BaselineError:
+    if isinstance(exc, RecursionError):
+        return BaselineError(f"report {path} is nested too deeply to be a report; {fix}")
+    why = str(exc)
+    if why.startswith("not valid JSON: "):
+        return BaselineError(f"report {path} is not valid JSON ({why[16:]}); {fix}")
+    return BaselineError(f"report {path} is not a report as pytest-jetson writes it ({why}); {fix}")
+
+
+def load(path: Union[str, Path]) -> Dict[str, Any]:
+    """Read a report; BaselineError naming the file and the fix when it is not one. A FIFO, a
+    device or a link to one is refused unread; numbers are read as strictly as baselines."""
+    path = Path(path)
+    text, fix = _text(path)
     try:
         doc = loads(text)
-    except RecursionError:
-        raise BaselineError(f"report {path} is nested too deeply to be a report; {fix}") from None
-    except JSONProblem as exc:
-        why = str(exc)
-        if why.startswith("not valid JSON: "):
-            raise BaselineError(f"report {path} is not valid JSON ({why[16:]}); {fix}") from None
-        raise BaselineError(f"report {path} is not a report as pytest-jetson writes it ({why}); {fix}") from None
+    except (RecursionError, JSONProblem) as exc:
+        raise _unreadable(path, fix, exc) from None
+    _check_head(path, doc)
+    return doc
+
+
+def _check_head(path: Path, doc: Any) -> None:
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise BaselineError(f"{path} is not a pytest-jetson report (no \"kind\": \"{KIND}\"); "
                             f"write one with pytest --jetson-report-json {path}")
@@ -279,7 +294,110 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
                             f"schema {SCHEMA}: upgrade pytest-jetson")
     if not isinstance(doc.get("tests"), list):
         raise BaselineError(f"report {path}: 'tests' must be a list; re-create the report")
-    return doc
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _Walk:
+    """A report's text read a value at a time: its header (every key but "tests") first, then
+    each test as it is asked for, then what follows the tests. Only one test's dict exists at a
+    time, so a report of ten thousand tests is never held whole as objects."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.i = 0
+        self.head: Dict[str, Any] = {}
+        self.dec = decoder()
+        #: False before "tests", True at its first element, None once every test was read
+        self.at_tests: Optional[bool] = False
+
+    def _skip(self) -> str:
+        self.i = _SPACE.match(self.text, self.i).end()  # type: ignore[union-attr]
+        return self.text[self.i:self.i + 1]
+
+    def _expect(self, chars: str) -> str:
+        found = self._skip()
+        if not found or found not in chars:
+            raise JSONProblem(f"not valid JSON: expected {' or '.join(repr(c) for c in chars)} at char {self.i}")
+        self.i += 1
+        return found
+
+    def _value(self) -> Any:
+        self._skip()
+        try:
+            value, self.i = self.dec.raw_decode(self.text, self.i)
+        except JSONProblem:
+            raise
+        except ValueError as exc:
+            raise JSONProblem(f"not valid JSON: {exc}") from None
+        return value
+
+    def members(self, first: bool) -> None:
+        """Read members into ``head`` up to "tests" (then ``at_tests``) or the end."""
+        if first:
+            self._expect("{")
+            if self._skip() == "}":
+                self.i += 1
+                return self._end()
+        while True:
+            key = self._value()
+            if not isinstance(key, str):
+                raise JSONProblem(f"not valid JSON: a key must be a string (char {self.i})")
+            if key in self.head or (key == "tests" and self.at_tests is None):
+                raise JSONProblem(f"the key {key!r} appears twice in one object")
+            self._expect(":")
+            if key == "tests" and self._skip() == "[":
+                self.i += 1
+                self.at_tests = True
+                return None
+            self.head[key] = self._value()
+            if self._expect(",}") == "}":
+                return self._end()
+
+    def _end(self) -> None:
+        if self._skip():
+            raise JSONProblem(f"not valid JSON: Extra data: char {self.i}")
+
+    def tests(self) -> Iterator[Any]:
+        if self._skip() == "]":
+            self.i += 1
+        else:
+            while True:
+                yield self._value()
+                if self._expect(",]") == "]":
+                    break
+        self.at_tests = None
+        if self._expect(",}") == ",":
+            self.members(first=False)
+        else:
+            self._end()
+
+
+def stream(path: Union[str, Path]) -> Tuple[Dict[str, Any], Iterator[TestResult]]:
+    """A report's header and its tests as gate results, read one at a time (``result_of``);
+    every error ``load`` and ``results`` give, raised where it is met. A report whose "tests" come
+    before its "kind" (not as pytest-jetson writes them) is read whole."""
+    path = Path(path)
+    text, fix = _text(path)
+    walk = _Walk(text)
+    try:
+        walk.members(first=True)
+    except (RecursionError, JSONProblem) as exc:
+        raise _unreadable(path, fix, exc) from None
+    if not walk.at_tests or "kind" not in walk.head or "schema" not in walk.head:
+        doc = load(path)
+        tests = doc.pop("tests")
+        return doc, _results(iter(tests), path)
+    _check_head(path, dict(walk.head, tests=[]))
+
+    def each() -> Iterator[Any]:
+        try:
+            yield from walk.tests()
+        except (RecursionError, JSONProblem) as exc:
+            raise _unreadable(path, fix, exc) from None
+
+    return walk.head, _results(each(), path)
 
 
 class _Summarised:
@@ -290,15 +408,13 @@ class _Summarised:
     kept: Dict[str, Any]
     kept_iterations: int
     #: the report's "metrics" and "samples" of this measurement as JSON text, read into ``ref``
-    #: on first use: a session keeps thousands of these and compares none of them again
+    #: each time it is asked for and not kept: a session or a comparison holds thousands of
+    #: these and reads each once or twice
     ref_text: str
 
     @property
     def ref(self) -> Any:
-        ref = self.__dict__.get("_ref")
-        if ref is None:
-            ref = self.__dict__["_ref"] = entry_ref(json.loads(self.ref_text))
-        return ref
+        return entry_ref(json.loads(self.ref_text))
 
     @property
     def iterations(self) -> int:
@@ -382,17 +498,19 @@ def results(doc: Dict[str, Any], path: Union[str, Path] = "", consume: bool = Fa
     report holds in another shape is a BaselineError naming the file and the test. ``consume``:
     each test's dict is let go once read (``doc`` keeps its header only), so a large report is
     never held twice."""
-    out = []
     tests = doc.get("tests", [])
     if consume:
         doc["tests"] = []
-    for t in _each(tests, consume):
+    return list(_results(_each(tests, consume), path))
+
+
+def _results(tests: Iterator[Any], path: Union[str, Path]) -> Iterator[TestResult]:
+    for t in tests:
         try:
-            out.append(result_of(t, path))
+            yield result_of(t, path)
         except BaselineError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             nodeid = t.get("nodeid", "?") if isinstance(t, dict) else "?"
             raise BaselineError(f"report {path}: test {nodeid} cannot be read ({type(exc).__name__}: {exc}); "
                                 f"re-create the report with pytest --jetson-report-json") from None
-    return out

@@ -18,15 +18,14 @@ import math
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import BaselineError
 from ..gate.verdict import outcome
 from ..metrics import METRICS, defaults, display_unit
 from ..provenance import short
 from . import render
-from .jsonreport import load as load_report
-from .jsonreport import results
+from .jsonreport import stream
 from .text import natural_key
 from .trend import Trend, analyse, benjamini_hochberg
 
@@ -112,7 +111,7 @@ def load(paths: Sequence[Path], optional: Sequence[Path] = (), skipped: Optional
     for i, path in enumerate(paths):
         path = Path(path)
         try:
-            doc = load_report(path)
+            head, tests = stream(path)
         except BaselineError as exc:
             if path not in optional or "is not a pytest-jetson report" not in str(exc):
                 raise
@@ -120,8 +119,7 @@ def load(paths: Sequence[Path], optional: Sequence[Path] = (), skipped: Optional
                 skipped.append(path)
             continue
         name = path.stem if stems.count(path.stem) == 1 else Path(*path.parts[-2:]).with_suffix("").as_posix()
-        runs.append(_run(path, name, doc, i))
-        del doc  # a run keeps its points: fifty reports of a thousand tests are never held at once
+        runs.append(_run(path, name, head, tests, i))
     schemas: Dict[Any, List[str]] = {}
     for r in runs:
         schemas.setdefault(r.doc.get("schema"), []).append(str(r.path))
@@ -132,16 +130,23 @@ def load(paths: Sequence[Path], optional: Sequence[Path] = (), skipped: Optional
     return ordered(runs)
 
 
-def _run(path: Path, name: str, doc: Dict[str, Any], order: int) -> Run:
-    """A report as a run: its header and its followed metrics' points, not its tests."""
-    res = results(doc, path, consume=True)
-    header = {k: v for k, v in doc.items() if k != "tests"}
-    target = header.get("target") if isinstance(header.get("target"), dict) else {}
-    if not target.get("backend") and not (header.get("settings") or {}).get("backend"):
-        backend = next((m.backend for r in res for m in r.measurements if m.backend), "")
-        header["target"] = dict(target, backend=backend)
-    return Run(path=path, name=name, created=str(doc.get("created") or ""), doc=header, order=order,
-               points=points_of(res))
+def _run(path: Path, name: str, head: Dict[str, Any], tests: Iterator[Any], order: int) -> Run:
+    """A report as a run: its header and its followed metrics' points, its tests read one at a
+    time and let go (fifty reports of a thousand tests are never held at once)."""
+    backends: List[str] = []
+
+    def noting_backend(results: Iterator[Any]) -> Iterator[Any]:
+        for r in results:
+            if not backends:
+                backends.extend(m.backend for m in r.measurements if m.backend)
+            yield r
+
+    points = points_of(noting_backend(tests))
+    target = head.get("target") if isinstance(head.get("target"), dict) else {}
+    if not target.get("backend") and not (head.get("settings") or {}).get("backend"):
+        head["target"] = dict(target, backend=backends[0] if backends else "")
+    return Run(path=path, name=name, created=str(head.get("created") or ""), doc=head, order=order,
+               points=points)
 
 
 def ordered(runs: Sequence[Run]) -> List[Run]:
@@ -225,7 +230,7 @@ def _point(value: float, verdicts: Sequence[Any]) -> Point:
     return point
 
 
-def points_of(results: Sequence[Any]) -> Dict[Tuple[str, str], Point]:
+def points_of(results: Iterable[Any]) -> Dict[Tuple[str, str], Point]:
     """A run's followed metrics: (measurement key, metric) -> its value with what the gate said."""
     points: Dict[Tuple[str, str], Point] = {}
     for r in results:
