@@ -42,11 +42,15 @@ STALL_ITERATIONS = 10000
 Outputs = Dict[str, np.ndarray]
 
 
+#: ``loop_limits``'s time limit when there is none.
+_NO_TIME_LIMIT = float("inf")
+
+
 def loop_limits(until_t: Optional[float], until_n: Optional[int]) -> Tuple[float, int]:
     """A timed loop's stops as its ``while`` tests them: the clock time it runs below and the
     iteration count it stops at (-1: none). A nanosecond of slack: ten virtual 10 ms steps add up
     to 0.0999..., not 0.1."""
-    return (float("inf") if until_t is None else until_t - 1e-9), (-1 if until_n is None else int(until_n))
+    return (_NO_TIME_LIMIT if until_t is None else until_t - 1e-9), (-1 if until_n is None else int(until_n))
 
 
 class Unsupported(EngineError, NotImplementedError):
@@ -121,34 +125,67 @@ class Engine:
         The clock is read once per iteration (each starts where the previous ended), so a
         latency is everything the caller pays for it. A backend that keeps inferences in flight
         (TensorRT) runs its own loop with the same lists and return value."""
+        if device_times is None:
+            return self._run_plain(batch, t_start, until_t, until_n, latencies, ends)
         infer, now = self.infer, self.clock.now
+        append_lat, append_end, append_dev = latencies.append, ends.append, device_times.append
+        limit_t, limit_n = loop_limits(until_t, until_n)
         prev = t_start
         n = 0
+        while n != limit_n and prev < limit_t:
+            infer(batch)
+            t = now()
+            append_lat(t - prev)
+            append_end(t)
+            append_dev(self.last_device_time)
+            prev = t
+            n += 1
+            if n == STALL_ITERATIONS:
+                self._check_moved(t, t_start)
+        return prev
+
+    def _run_plain(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
+                   latencies: List[float], ends: List[float]) -> float:
+        """The loop without device times, as close to a bare ``perf_counter`` loop as it can be:
+        chunks of ``STALL_ITERATIONS`` iterations, each a ``for`` over a range (no counter of
+        its own), the end times stored by index into a buffer (cheaper than a second append),
+        the time limit tested only where there is one, every iteration (testing less often
+        would run past it)."""
+        infer, now, append_lat = self.infer, self.clock.now, latencies.append
         limit_t, limit_n = loop_limits(until_t, until_n)
-        append_lat, append_end = latencies.append, ends.append
-        # two loops, so the one without device times tests nothing per iteration for them
-        if device_times is None:
-            while n != limit_n and prev < limit_t:
-                infer(batch)
-                t = now()
-                append_lat(t - prev)
-                append_end(t)
-                prev = t
-                n += 1
-                if n == STALL_ITERATIONS:
-                    self._check_moved(t, t_start)
-        else:
-            append_dev = device_times.append
-            while n != limit_n and prev < limit_t:
-                infer(batch)
-                t = now()
-                append_lat(t - prev)
-                append_end(t)
-                append_dev(self.last_device_time)
-                prev = t
-                n += 1
-                if n == STALL_ITERATIONS:
-                    self._check_moved(t, t_start)
+        timed = limit_t != _NO_TIME_LIMIT
+        size = STALL_ITERATIONS if limit_n < 0 else min(limit_n, STALL_ITERATIONS)
+        buf = [0.0] * size
+        lat0 = len(latencies)
+        prev = t_start
+        n = 0
+        while n != limit_n and prev < limit_t:
+            chunk = size if limit_n < 0 else min(size, limit_n - n)
+            try:
+                if timed:
+                    for i in range(chunk):
+                        if prev >= limit_t:
+                            break
+                        infer(batch)
+                        t = now()
+                        append_lat(t - prev)
+                        buf[i] = t
+                        prev = t
+                else:
+                    for i in range(chunk):
+                        infer(batch)
+                        t = now()
+                        append_lat(t - prev)
+                        buf[i] = t
+                        prev = t
+            finally:
+                # also when an iteration raised: the end times of those that ran
+                done = len(latencies) - lat0 - n
+                ends.extend(buf[:done] if done < size else buf)
+                n += done
+            if n == STALL_ITERATIONS:
+                # a simulated engine that does not advance its clock would loop forever
+                self._check_moved(prev, t_start)
         return prev
 
     def _check_moved(self, t: float, t_start: float) -> None:
