@@ -195,7 +195,7 @@ def run_processes(run: PoolRun) -> PoolMeasurement:
     starts = []
     for st in states:
         res = st.result
-        m = Measurement.from_dict(res["measurement"])
+        m = res["measurement"]
         spec = st.spec
         m.name = f"worker {spec.index}: {spec.describe()}"
         m.model = spec.model_name
