@@ -130,6 +130,15 @@ def open_worker_engine(spec: Any, run: Dict[str, Any]) -> Any:
     return factory(spec.model, **kwargs, **dict(spec.options))
 
 
+def model_file(engine: Any) -> Dict[str, Any]:
+    """What the parent hashes for the fingerprint's ``model_sha256`` (``cache.model_digest``
+    reads the engine's ``path``, else its ``model`` where that names a file): hashed there, once
+    per file for every worker and pool of the session, and without the engine cache's imports
+    here."""
+    path = getattr(engine, "path", None)
+    return {"path": None if path is None else os.fspath(path), "model": getattr(engine, "model", None)}
+
+
 def _is_user_error(exc: BaseException) -> bool:
     """A JetsonError says what is wrong and how to fix it: its traceback would only be noise."""
     return isinstance(exc, JetsonError)
@@ -199,6 +208,7 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
             # the Measurement itself, not its dict: the dict's summary (percentiles) would need
             # numpy here, and the parent computes it anyway
             "measurement": measurement,
+            "model_file": model_file(engine),
             "t0": started.get("t0"),
             "t_end": t_end,
             "peak_rss": _peak_rss(),
