@@ -31,8 +31,8 @@ from ..models.reference import Model, resolve
 if TYPE_CHECKING:
     import numpy as np
 
-# numpy, the model zoo, the engine cache and file locks (filelock) are imported where they are used: a pool
-# worker running a host or simulated engine imports this module and needs none of them
+# numpy, the model zoo, the engine cache and file locks (filelock) are imported where they are
+# used: a pool worker running a host engine imports this module and needs none of them
 
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 
