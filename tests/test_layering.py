@@ -26,9 +26,18 @@ ON_PURPOSE = {
     ("pytest_jetson/devices/detect.py", "importlib"),
     # importlib.metadata again: `pytest-jetson models` and every pool worker import the table
     ("pytest_jetson/engines/backends.py", "importlib"),
-    # a pool worker loads numpy and the model zoo once its output goes to its log (faulthandler
-    # on), so a failure there is its reported error, not a death before its code ran
+    # a pool worker loads the harness once its output goes to its log (faulthandler on), so a
+    # failure there is its reported error, not a death before its code ran
     ("pytest_jetson/run/worker.py", "pytest_jetson.run.harness"),
+    # a pool worker of a host engine needs none of these (numpy, the model zoo, filelock): each
+    # is a cost of every worker's start-up, paid only where a model file is resolved or checked,
+    # a measurement read back, or telemetry sampled (the board's counters and their readers)
+    ("pytest_jetson/engines/base.py", "pytest_jetson.engines.cache"),
+    ("pytest_jetson/engines/base.py", "pytest_jetson.fileio"),
+    ("pytest_jetson/engines/base.py", "pytest_jetson.models"),
+    ("pytest_jetson/run/measurement.py", "pytest_jetson.telemetry.series"),
+    ("pytest_jetson/run/measurement.py", "pytest_jetson.telemetry.summary"),
+    ("pytest_jetson/run/window.py", "pytest_jetson.telemetry.throttle_counters"),
 } | {("pytest_jetson/telemetry/sources.py", f"pytest_jetson.telemetry.{source}")
      for source in ("jtop", "tegrastats", "sysfs", "nvml", "host")
 } | {("pytest_jetson/engines/backends.py", f"pytest_jetson.engines.{backend}")

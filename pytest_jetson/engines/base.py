@@ -20,17 +20,19 @@ Timing is the harness's job; an engine only says which clock its time is on (``c
 """
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import EngineError, ModelError
-from ..fileio import file_kind
-from ..models import zoo
 from ..models.reference import Model, resolve
-from .cache import external_data
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy, the model zoo, the engine cache and file locks (filelock) are imported where they are
+# used: a pool worker running a host engine imports this module and needs none of them
 
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 
@@ -39,14 +41,18 @@ ModelRef = Model
 #: Iterations after which a clock that has not moved is reported instead of looped on forever.
 STALL_ITERATIONS = 10000
 
-Outputs = Dict[str, np.ndarray]
+Outputs = Dict[str, "np.ndarray"]
+
+
+#: ``loop_limits``'s time limit when there is none.
+_NO_TIME_LIMIT = float("inf")
 
 
 def loop_limits(until_t: Optional[float], until_n: Optional[int]) -> Tuple[float, int]:
     """A timed loop's stops as its ``while`` tests them: the clock time it runs below and the
     iteration count it stops at (-1: none). A nanosecond of slack: ten virtual 10 ms steps add up
     to 0.0999..., not 0.1."""
-    return (float("inf") if until_t is None else until_t - 1e-9), (-1 if until_n is None else int(until_n))
+    return (_NO_TIME_LIMIT if until_t is None else until_t - 1e-9), (-1 if until_n is None else int(until_n))
 
 
 class Unsupported(EngineError, NotImplementedError):
@@ -68,7 +74,18 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
+        import numpy as np
+
         return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
+
+
+def is_integer(value: Any) -> bool:
+    """Whether ``value`` is an int or a numpy integer (not a bool); numpy is not imported for it:
+    a numpy integer exists only once numpy is."""
+    if isinstance(value, int):
+        return not isinstance(value, bool)
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.integer)
 
 
 class Engine:
@@ -121,34 +138,67 @@ class Engine:
         The clock is read once per iteration (each starts where the previous ended), so a
         latency is everything the caller pays for it. A backend that keeps inferences in flight
         (TensorRT) runs its own loop with the same lists and return value."""
+        if device_times is None:
+            return self._run_plain(batch, t_start, until_t, until_n, latencies, ends)
         infer, now = self.infer, self.clock.now
+        append_lat, append_end, append_dev = latencies.append, ends.append, device_times.append
+        limit_t, limit_n = loop_limits(until_t, until_n)
         prev = t_start
         n = 0
+        while n != limit_n and prev < limit_t:
+            infer(batch)
+            t = now()
+            append_lat(t - prev)
+            append_end(t)
+            append_dev(self.last_device_time)
+            prev = t
+            n += 1
+            if n == STALL_ITERATIONS:
+                self._check_moved(t, t_start)
+        return prev
+
+    def _run_plain(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
+                   latencies: List[float], ends: List[float]) -> float:
+        """The loop without device times, as close to a bare ``perf_counter`` loop as it can be:
+        chunks of ``STALL_ITERATIONS`` iterations, each a ``for`` over a range (no counter of
+        its own), the end times stored by index into a buffer (cheaper than a second append),
+        the time limit tested only where there is one, every iteration (testing less often
+        would run past it)."""
+        infer, now, append_lat = self.infer, self.clock.now, latencies.append
         limit_t, limit_n = loop_limits(until_t, until_n)
-        append_lat, append_end = latencies.append, ends.append
-        # two loops, so the one without device times tests nothing per iteration for them
-        if device_times is None:
-            while n != limit_n and prev < limit_t:
-                infer(batch)
-                t = now()
-                append_lat(t - prev)
-                append_end(t)
-                prev = t
-                n += 1
-                if n == STALL_ITERATIONS:
-                    self._check_moved(t, t_start)
-        else:
-            append_dev = device_times.append
-            while n != limit_n and prev < limit_t:
-                infer(batch)
-                t = now()
-                append_lat(t - prev)
-                append_end(t)
-                append_dev(self.last_device_time)
-                prev = t
-                n += 1
-                if n == STALL_ITERATIONS:
-                    self._check_moved(t, t_start)
+        timed = limit_t != _NO_TIME_LIMIT
+        size = STALL_ITERATIONS if limit_n < 0 else min(limit_n, STALL_ITERATIONS)
+        buf = [0.0] * size
+        lat0 = len(latencies)
+        prev = t_start
+        n = 0
+        while n != limit_n and prev < limit_t:
+            chunk = size if limit_n < 0 else min(size, limit_n - n)
+            try:
+                if timed:
+                    for i in range(chunk):
+                        if prev >= limit_t:
+                            break
+                        infer(batch)
+                        t = now()
+                        append_lat(t - prev)
+                        buf[i] = t
+                        prev = t
+                else:
+                    for i in range(chunk):
+                        infer(batch)
+                        t = now()
+                        append_lat(t - prev)
+                        buf[i] = t
+                        prev = t
+            finally:
+                # also when an iteration raised: the end times of those that ran
+                done = len(latencies) - lat0 - n
+                ends.extend(buf[:done] if done < size else buf)
+                n += done
+            if n == STALL_ITERATIONS:
+                # a simulated engine that does not advance its clock would loop forever
+                self._check_moved(prev, t_start)
         return prev
 
     def _check_moved(self, t: float, t_start: float) -> None:
@@ -237,6 +287,8 @@ class Engine:
                           "outputs on the host only; call engine(x) without outputs='device'")
 
     def _feeds(self, inputs: Any) -> Tuple[Dict[str, Any], int]:
+        import numpy as np
+
         specs = self.input_specs
         ranges = self.input_ranges
         named = _by_name(inputs, specs, self.name)
@@ -297,7 +349,7 @@ class Engine:
 
     # -- shared checks ------------------------------------------------------------------------
     def check_batch(self, batch: Any) -> int:
-        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        if not is_integer(batch) or batch < 1:
             raise EngineError(f"{self.name}: batch must be a positive integer, not {batch!r}")
         if batch > self.max_batch:
             raise EngineError(
@@ -402,10 +454,14 @@ def _shown_dims(spec: TensorSpec, rng: Optional[Tuple[Tuple[int, ...], Tuple[Opt
 
 
 def _shown_spec(spec: TensorSpec, rng: Optional[Tuple[Tuple[int, ...], Tuple[Optional[int], ...]]]) -> str:
+    import numpy as np
+
     return f"{spec.name!r} {_shown_dims(spec, rng)} {np.dtype(spec.dtype)}"
 
 
 def _by_name(inputs: Any, specs: Sequence[TensorSpec], where: str) -> Mapping[str, Any]:
+    import numpy as np
+
     if isinstance(inputs, Mapping):
         return inputs
     if isinstance(inputs, np.ndarray) or not isinstance(inputs, (list, tuple)):
@@ -431,11 +487,15 @@ class DeviceArray:
 
     def __init__(self, obj: Any, ptr: int, shape: Tuple[int, ...], dtype: Any,
                  strides: Optional[Tuple[int, ...]], stream: Optional[int]) -> None:
+        import numpy as np
+
         self.obj, self.ptr, self.shape, self.dtype = obj, int(ptr), tuple(int(d) for d in shape), np.dtype(dtype)
         self.strides, self.stream = strides, stream
 
     @property
     def nbytes(self) -> int:
+        import numpy as np
+
         return int(np.prod(self.shape)) * self.dtype.itemsize
 
     @property
@@ -452,6 +512,8 @@ class DeviceArray:
 def device_array(value: Any, spec: Optional[TensorSpec] = None) -> Optional[DeviceArray]:
     """``value`` as a DeviceArray when it lives on the GPU; None for anything else (numpy arrays,
     lists). A pycuda ``DeviceAllocation`` carries no shape: it is taken to hold ``spec``."""
+    import numpy as np
+
     if isinstance(value, np.ndarray):
         return None
     iface = getattr(value, "__cuda_array_interface__", None)
@@ -592,7 +654,7 @@ def check_precision(precision: str, where: str) -> str:
 
 
 def check_open_batch(batch: Any, where: str) -> int:
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+    if not is_integer(batch) or batch < 1:
         raise EngineError(f"{where}: batch must be a positive integer, not {batch!r}")
     return int(batch)
 
@@ -613,6 +675,8 @@ def check_onnx_path(model: ModelRef, where: str) -> Path:
             f"{where}: ONNX file {str(path)!r} does not exist; pass an existing .onnx path or a "
             "zoo name (`pytest-jetson models` lists them)"
         )
+    from .cache import external_data
+
     outside = external_data(path)[1]
     if outside:
         # onnx before 1.21 (all of it on Python 3.8 and 3.9), onnxruntime and TensorRT's parser
@@ -626,6 +690,8 @@ def check_onnx_path(model: ModelRef, where: str) -> Path:
 def _not_a_file(path: Path) -> Optional[str]:
     """What stands at ``path`` when it exists and is no regular file (a FIFO would block a
     reader forever), in words; None otherwise."""
+    from ..fileio import file_kind
+
     try:
         mode = path.stat().st_mode
     except OSError:
@@ -637,6 +703,8 @@ def resolve_onnx(model: ModelRef, where: str, batch: Optional[int] = None,
                  resolution: Any = None) -> Path:
     """The ONNX file behind a model reference: the path as given, or the zoo's cached file
     (dynamic batch unless ``batch`` is given)."""
+    from ..models import zoo
+
     ref = resolve(model)
     if ref.is_file:
         return check_onnx_path(model, where)
@@ -647,12 +715,14 @@ def resolve_onnx(model: ModelRef, where: str, batch: Optional[int] = None,
 
 
 # -- ONNX input/output specs ----------------------------------------------------------------------
-_ONNX_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16, 6: np.int32, 7: np.int64,
-                9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+_ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
+                9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 
 
 def _np_dtype(elem_type: int) -> Any:
-    return np.dtype(_ONNX_DTYPES.get(int(elem_type), np.float32))
+    import numpy as np
+
+    return np.dtype(_ONNX_DTYPES.get(int(elem_type), "float32"))
 
 
 def _value_info_spec(vi: Any, batch: int) -> Tuple[TensorSpec, bool]:
@@ -718,9 +788,11 @@ def _memory_bytes() -> Optional[int]:
         return None
 
 
-def make_inputs(specs: Sequence[TensorSpec], batch: int, seed: int = 0) -> Dict[str, np.ndarray]:
+def make_inputs(specs: Sequence[TensorSpec], batch: int, seed: int = 0) -> Dict[str, "np.ndarray"]:
     """Seeded random inputs for one batch: what every backend feeds (the values do not change the
     time of a dense network; seeding keeps runs reproducible)."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     feeds = {}
     limit = _memory_bytes()

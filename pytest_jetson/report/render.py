@@ -111,7 +111,13 @@ def _p(p: Optional[float]) -> str:
     return f"p={p:.2g}"
 
 
+#: Hex characters of a model's sha256 a message shows (files told apart; the stored value keeps 64).
+SHOWN_DIGEST = 12
+
+
 def _fmt_env(key: str, value: Any) -> str:
+    if key == "model_sha256" and isinstance(value, str):
+        return "+".join(d[:SHOWN_DIGEST] for d in value.split("+"))  # a pool of models: one each
     if key == "simulated" and isinstance(value, bool):
         return "simulated" if value else "real"
     if isinstance(value, bool):

@@ -4,20 +4,24 @@ A ``Measurement`` is the unit the gate checks and the reports print. It has one 
 metric of the ``perf`` marker (``throughput``, ``latency_p99``, ``memory``, ``power``, ...), None
 where nothing measured it. Latency metrics are per batch (one ``infer`` call); throughput counts
 items (batch x iterations) per second of the measurement window.
+
+numpy and the telemetry classes are imported where figures are computed or read back: a pool
+worker measures and sends its samples without either.
 """
 
 import math
 import numbers
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..engines.layer_profile import LayerProfile
 from ..metrics import METRICS
-from ..telemetry.series import Series
-from ..telemetry.summary import TelemetrySummary
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..telemetry.series import Series
 
 SCHEMA_VERSION = 1
 #: Larger than any duration, count or figure a measurement holds: a file saying more is damaged.
@@ -73,8 +77,10 @@ class Samples(array):
         return Samples, (array("d", self),)
 
     @classmethod
-    def of(cls, values: np.ndarray) -> "Samples":
+    def of(cls, values: "np.ndarray") -> "Samples":
         """From a numpy array, as one copy of its bytes."""
+        import numpy as np
+
         out = cls()
         out.frombytes(np.ascontiguousarray(values, dtype=float).tobytes())
         return out
@@ -91,17 +97,21 @@ def samples(values: Any) -> Any:
         return values
 
 
-def _view(values: Any) -> np.ndarray:
+def _view(values: Any) -> "np.ndarray":
     """A float array over ``values``: no copy for ``Samples`` (callers drop it right after, as an
     array cannot grow while viewed)."""
+    import numpy as np
+
     if isinstance(values, array) and values.typecode == "d":
         return np.frombuffer(values, dtype=float) if len(values) else np.empty(0)
     return np.asarray(values if values is not None else [], dtype=float)
 
 
-def _percentile(values: np.ndarray, q: float) -> Optional[float]:
+def _percentile(values: "np.ndarray", q: float) -> Optional[float]:
     if values.size == 0:
         return None
+    import numpy as np
+
     return float(np.percentile(values, q))
 
 
@@ -151,7 +161,7 @@ class Measurement:
     telemetry: Any = None
     environment: Dict[str, Any] = field(default_factory=dict)
     extra: Dict[str, Any] = field(default_factory=dict)
-    telemetry_series: Optional[Series] = field(default=None, repr=False)
+    telemetry_series: Optional["Series"] = field(default=None, repr=False)
     #: Named stages of a measured function (``perf.stage``), each a Measurement of its own: its
     #: latencies are the stage's time per call (summed over its entries in that call), its
     #: duration, items, batch and clock the whole measurement's. Empty for an engine.
@@ -169,7 +179,7 @@ class Measurement:
     def iterations(self) -> int:
         return len(self.latencies)
 
-    def _lat(self) -> np.ndarray:
+    def _lat(self) -> "np.ndarray":
         return _view(self.latencies)
 
     def _latency_stats(self) -> Dict[str, Optional[float]]:
@@ -181,6 +191,8 @@ class Measurement:
             return cached[2]
         x = self._lat()
         if x.size:
+            import numpy as np
+
             qs = np.percentile(x, _PERCENTILES)
             stats: Dict[str, Optional[float]] = {f"p{q:g}": float(v) for q, v in zip(_PERCENTILES, qs)}
             stats.update(mean=float(x.mean()), max=float(x.max()))
@@ -293,7 +305,7 @@ class Measurement:
     def latency_gpu(self) -> Optional[float]:
         """Mean GPU compute time per inference (CUDA events; trtexec's GPU Compute Time)."""
         dev = self.device_latencies
-        return float(np.mean(_view(dev))) if dev else None
+        return float(_view(dev).mean()) if dev else None
 
     @property
     def build_time(self) -> Optional[float]:
@@ -312,7 +324,11 @@ class Measurement:
     def deadline_miss(self) -> Optional[float]:
         """Percent of calls whose latency from arrival exceeded the deadline, at a rate."""
         missed = _numbers(self.extra.get("deadline_missed"))
-        return float(np.mean(missed)) if missed else None
+        if not missed:
+            return None
+        import numpy as np
+
+        return float(np.mean(missed))
 
     @property
     def max_rate(self) -> Optional[float]:
@@ -391,6 +407,9 @@ class Measurement:
 
     @classmethod
     def _kwargs_from_dict(cls, d: Dict[str, Any]) -> Dict[str, Any]:
+        from ..telemetry.series import Series
+        from ..telemetry.summary import TelemetrySummary
+
         tele = d.get("telemetry")
         if isinstance(tele, dict):
             tele = TelemetrySummary.from_dict(tele)
@@ -502,12 +521,12 @@ def _numbers(values: Any) -> Optional[List[float]]:
     return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
-def _quantile(x: np.ndarray, row: Any) -> Optional[float]:
+def _quantile(x: "np.ndarray", row: Any) -> Optional[float]:
     return _percentile(x, 100.0 * float(row.quantile if row.quantile is not None else 0.5))
 
 
 #: ``Metric.reduction`` -> the value of a finite, non-empty sample array.
-_REDUCTIONS: Dict[str, Callable[[np.ndarray, Any], Optional[float]]] = {
+_REDUCTIONS: Dict[str, Callable[["np.ndarray", Any], Optional[float]]] = {
     "mean": lambda x, row: float(x.mean()),
     "quantile": _quantile,
     "peak": lambda x, row: float(x.max()),
@@ -517,6 +536,8 @@ _REDUCTIONS: Dict[str, Callable[[np.ndarray, Any], Optional[float]]] = {
 def _reduce(samples: Optional[List[float]], row: Any) -> Optional[float]:
     """A plugin metric's value from its samples, by its row's reduction."""
     reduce = _REDUCTIONS.get(row.reduction or "")
+    import numpy as np
+
     x = _view(samples)
     x = x[np.isfinite(x)]
     if reduce is None or not x.size:

@@ -23,11 +23,13 @@ of the workers' window starts (0 on the simulated device); ``telemetry`` is one 
 the parent over the whole window (the host source sees the workers as the parent's children).
 """
 
+from types import SimpleNamespace
 from typing import Any, Dict, List, Optional
 
 from ..clock import WallClock
 from ..devices.device import as_device, simulated
 from ..engines.backends import BACKENDS, default_backend
+from ..engines.cache import model_digest
 from ..errors import ConfigError
 from ..telemetry.factory import TelemetryFactory
 from ..telemetry.sources import SOURCES
@@ -143,6 +145,20 @@ def environment(device: Any, backend: str, specs: List[WorkerSpec], context: Any
     return env
 
 
+def add_model_digests(env: Dict[str, Any], workers: List[Measurement],
+                      files: List[Optional[Dict[str, Any]]]) -> None:
+    """The fingerprint's ``model_sha256``, as a single-process measurement's has it: each worker's
+    (the file it measured, ``files``: its engine's ``path`` and ``model``, as
+    ``cache.model_digest`` reads them), and the pool's (each file's once, in worker order, as its
+    ``model`` names them) where every worker measured a file."""
+    digests = [model_digest(SimpleNamespace(**(f or {}))) for f in files]
+    for w, digest in zip(workers, digests):
+        if digest is not None:
+            w.environment["model_sha256"] = digest
+    if digests and all(d is not None for d in digests):
+        env["model_sha256"] = "+".join(dict.fromkeys(d for d in digests if d is not None))
+
+
 # -- telemetry --------------------------------------------------------------------------------------
 def measured_window(telemetry: Any, context: Any, device: Any, clock: Any, seed: int) -> MeasuredWindow:
     """One measured window for the whole pool. ``telemetry`` None: the session's source (the
@@ -195,7 +211,7 @@ def run_processes(run: PoolRun) -> PoolMeasurement:
     starts = []
     for st in states:
         res = st.result
-        m = Measurement.from_dict(res["measurement"])
+        m = res["measurement"]
         spec = st.spec
         m.name = f"worker {spec.index}: {spec.describe()}"
         m.model = spec.model_name
@@ -226,6 +242,7 @@ def run_processes(run: PoolRun) -> PoolMeasurement:
         span = {"window_span_s": max(ends) - first, "window_overlap_s": max(0.0, min(ends) - max(starts))}
     else:
         span = {}
+    add_model_digests(env, workers, [st.result.get("model_file") for st in states])
     tele = measured.finish(sum(w.items for w in workers))
     extra: Dict[str, Any] = {"warmup": warm}
     extra.update(measured.extra())

@@ -36,7 +36,7 @@ from ..sim.noise import LatencyNoise
 from ..telemetry.series import ACTIVITY
 from ..units import format_bytes
 from .measurement import Measurement, PoolMeasurement
-from .pool import assemble, environment, measured_window
+from .pool import add_model_digests, assemble, environment, measured_window
 from .pool_procs import worker_seed
 from .pool_spec import PoolRun
 
@@ -281,6 +281,7 @@ def run_pool(run: PoolRun) -> PoolMeasurement:
         clock.advance(window)
     for w in workers:
         w.extra["window_start"] = 0.0
+    add_model_digests(env, workers, [{"model": s.model} for s in specs])
     tele = measured.finish(sum(w.items for w in workers))
     extra = {"warmup": warm, "contention": "homogeneous" if plan.homogeneous else "round-robin mix"}
     if not plan.homogeneous:

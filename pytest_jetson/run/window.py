@@ -17,14 +17,16 @@ span (``telemetry.throttle_counters``): events in between go to ``extra()["throt
 and the summary says the board throttled. Read outside the span, they cost it nothing.
 """
 
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..errors import ConfigError
-from ..telemetry.throttle_counters import ThrottleCounters, counters_for, describe
+
+if TYPE_CHECKING:
+    from ..telemetry.throttle_counters import ThrottleCounters
 
 
 class MeasuredWindow:
-    def __init__(self, sampler: Any = None, counters: Optional[ThrottleCounters] = None) -> None:
+    def __init__(self, sampler: Any = None, counters: Optional["ThrottleCounters"] = None) -> None:
         self.sampler = sampler
         self.counters = counters
         self.throttle_events: Dict[str, int] = {}
@@ -44,6 +46,10 @@ class MeasuredWindow:
         if clock is not None and hasattr(telemetry, "for_clock"):
             telemetry = telemetry.for_clock(clock)
         if hasattr(telemetry, "sample"):
+            # the board's counters (and the sysfs readers behind them) only where telemetry is
+            # sampled: a window without it, a pool worker's, imports none of them
+            from ..telemetry.throttle_counters import counters_for
+
             return cls(telemetry.sample() if interval is None else telemetry.sample(interval=interval),
                        counters_for(telemetry))
         raise ConfigError(f"{what}: telemetry={telemetry!r} is neither 'none', a sampler nor a "
@@ -102,6 +108,8 @@ class MeasuredWindow:
         if self.counters is None or not isinstance(warnings, list):
             return
         if self.throttle_events:
+            from ..telemetry.throttle_counters import describe
+
             warnings.append(describe(self.throttle_events))
             reasons = getattr(summary, "throttle_reasons", None)
             if isinstance(reasons, list):

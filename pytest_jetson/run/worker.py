@@ -8,7 +8,7 @@ interpreter: no CUDA context, no threads or locks inherited from a forked parent
 2. open its engine (build or load from the shared cache): not timed;
 3. meet the other workers at the *loaded* barrier, so warm-ups run under the same contention;
 4. warm up (the harness), meet at the *start* barrier, note when it left it, measure the window;
-5. send the Measurement back as a dict and exit.
+5. send the Measurement back (pickled by the pipe) and exit.
 
 Every message to the parent is ``(kind, payload)`` on a one-way pipe: ``alive``, ``loaded``,
 ``started``, ``result``, ``error``, ``aborted``. Before anything else the worker makes itself the
@@ -130,6 +130,15 @@ def open_worker_engine(spec: Any, run: Dict[str, Any]) -> Any:
     return factory(spec.model, **kwargs, **dict(spec.options))
 
 
+def model_file(engine: Any) -> Dict[str, Any]:
+    """What the parent hashes for the fingerprint's ``model_sha256`` (``cache.model_digest``
+    reads the engine's ``path``, else its ``model`` where that names a file): hashed there, once
+    per file for every worker and pool of the session, and without the engine cache's imports
+    here."""
+    path = getattr(engine, "path", None)
+    return {"path": None if path is None else os.fspath(path), "model": getattr(engine, "model", None)}
+
+
 def _is_user_error(exc: BaseException) -> bool:
     """A JetsonError says what is wrong and how to fix it: its traceback would only be noise."""
     return isinstance(exc, JetsonError)
@@ -169,9 +178,9 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         phase = "loaded barrier"
         loaded_barrier.wait(remaining())
 
-        # late on purpose: the harness brings numpy and the model zoo; loaded here, after the
-        # output goes to the log with faulthandler on, a failure is this worker's reported error
-        # (not a death before its code ran) and their cost stays out of the reported spawn_s
+        # late on purpose: loaded here, after the output goes to the log with faulthandler on, a
+        # failure is this worker's reported error (not a death before its code ran) and its cost
+        # stays out of the reported spawn_s
         from .harness import layer_profile, measure
 
         started: Dict[str, float] = {}
@@ -196,7 +205,10 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         # profiled once the window is over, so the pool's window does not take the pass in
         measurement.profile = layer_profile(engine, measurement.batch)
         payload = {
-            "measurement": measurement.to_dict(),
+            # the Measurement itself, not its dict: the dict's summary (percentiles) would need
+            # numpy here, and the parent computes it anyway
+            "measurement": measurement,
+            "model_file": model_file(engine),
             "t0": started.get("t0"),
             "t_end": t_end,
             "peak_rss": _peak_rss(),

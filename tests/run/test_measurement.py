@@ -88,11 +88,9 @@ def test_the_summary_reads_the_samples_once(monkeypatch):
     conversion and sort per metric."""
     import numpy as np
 
-    from pytest_jetson.run import measurement
-
     calls = []
     real = np.percentile
-    monkeypatch.setattr(measurement.np, "percentile", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(np, "percentile", lambda *a, **k: calls.append(1) or real(*a, **k))
     m = make([0.01 + 0.001 * (i % 7) for i in range(1000)])
     first = m.summary()
     assert m.summary() == first and len(calls) == 1
