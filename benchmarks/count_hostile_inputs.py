@@ -64,6 +64,8 @@ class Case(NamedTuple):
     cli: bool = False
     #: a last look at the project after the run: a finding in words, or None
     verify: Optional[Callable[[Path, str], Optional[str]]] = None
+    #: the largest file the session may write (RLIMIT_FSIZE, bytes; 0: no limit): a full disk
+    fsize: int = 0
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -90,6 +92,16 @@ def _write(rel: str, text: str) -> Callable[[Path], None]:
     return make
 
 
+def _rm(rel: str) -> Callable[[Path], None]:
+    def remove(p: Path) -> None:
+        target = p / rel
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(str(target))
+        elif os.path.lexists(str(target)):
+            target.unlink()
+    return remove
+
+
 def _all(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
     def make(p: Path) -> None:
         for s in steps:
@@ -114,9 +126,15 @@ def _state(path: Path) -> Tuple:
     return (stat.S_IFMT(st.st_mode), st.st_ino, st.st_rdev, link, body)
 
 
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
-    os.setsid()
+def _limit(fsize: int = 0) -> Callable[[], None]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+        if fsize:
+            # a write past the limit fails with EFBIG, as on a full disk, instead of killing the process
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        os.setsid()
+    return limit
 
 
 def _env(p: Path) -> Dict[str, str]:
@@ -126,10 +144,11 @@ def _env(p: Path) -> Dict[str, str]:
     return env
 
 
-def _run(p: Path, argv: Sequence[str], cli: bool = False, timeout: float = TIMEOUT) -> Tuple[Optional[int], str]:
+def _run(p: Path, argv: Sequence[str], cli: bool = False, timeout: float = TIMEOUT,
+         fsize: int = 0) -> Tuple[Optional[int], str]:
     cmd = [sys.executable, "-m", "pytest_jetson.cli", *argv] if cli else [sys.executable, "-m", "pytest", *BASE, *argv]
     proc = subprocess.Popen(cmd, cwd=str(p), env=_env(p), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=_limit)
+                            preexec_fn=_limit(fsize))
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -342,7 +361,11 @@ _ZOO: Dict[str, bytes] = {}
 
 def _item7() -> List[Case]:
     rec = ["--jetson-update-baselines", "test_suite.py"]
-    return [
+    cases = [
+        Case(7, "disk full (writes past 1 KB fail)", rec, "error", ["test_suite.py.json"], _rm("baselines"), fsize=1024),
+        Case(7, "disk full, =force another seed over a recorded file",
+             ["--jetson-update-baselines=force", "--jetson-seed", "7", "test_suite.py"],
+             "error", ["test_suite.py.json"], None, fsize=1024),
         Case(7, "device directory is a file", rec, "error", [DEVICE], _write(f"baselines/{DEVICE}", "x\n"),
              sentinels=[f"baselines/{DEVICE}"]),
         Case(7, "device directory is a FIFO", rec, "error", [DEVICE], _all(_dir("baselines"), _fifo(f"baselines/{DEVICE}")),
@@ -355,22 +378,29 @@ def _item7() -> List[Case]:
              _dir(f"baselines/{DEVICE}/test_suite.py.json")),
         Case(7, "baselines file is /dev/null link", rec, "error", ["test_suite.py.json"],
              _link(f"baselines/{DEVICE}/test_suite.py.json", "/dev/null"), sentinels=["/dev/null"]),
-        Case(7, "device directory a link outside", rec, "error", [DEVICE], _link(f"baselines/{DEVICE}", "{p}/.."),
+        Case(7, "device directory a link outside (written, with a warning)", rec, "warn", ["outside the project"],
+             _link(f"baselines/{DEVICE}", "{p}/.."),
              sentinels=[f"baselines/{DEVICE}"]),
     ]
+    # each starts from a project with no baselines recorded yet
+    return cases[:2] + [c._replace(setup=_all(_rm("baselines"), c.setup) if c.setup else _rm("baselines"))
+                        for c in cases[2:]]
 
 
 def _item8() -> List[Case]:
     lock = f"baselines/{DEVICE}/.test_suite.py.json.lock"
-    rec = ["--jetson-update-baselines", "test_suite.py"]
+    # another seed, re-recorded by force: every entry is written, so the lock is taken
+    rec = ["--jetson-update-baselines=force", "--jetson-seed", "7", "test_suite.py"]
     out = []
     for what, target in [("outside file", "{p}/../outside.txt"), ("pyproject.toml", "{p}/pyproject.toml"),
                          ("/dev/null", "/dev/null"), ("dangling", "{p}/../nothing-here")]:
-        out.append(Case(8, f"lock a link to {what}", rec, "error", [".test_suite.py.json.lock"], _link(lock, target),
+        out.append(Case(8, f"lock a link to {what}", rec, "error", [".test_suite.py.json.lock"],
+                        _all(_rm(lock), _link(lock, target)),
                         sentinels=[lock, "../outside.txt", "pyproject.toml", "/dev/null"]))
     out.append(Case(8, "lock a FIFO", rec, "error", [".test_suite.py.json.lock"],
-                    _all(_dir(f"baselines/{DEVICE}"), _fifo(lock)), sentinels=[lock]))
-    out.append(Case(8, "lock a directory", rec, "error", [".test_suite.py.json.lock"], _dir(lock), sentinels=[lock]))
+                    _all(_rm(lock), _fifo(lock)), sentinels=[lock]))
+    out.append(Case(8, "lock a directory", rec, "error", [".test_suite.py.json.lock"], _all(_rm(lock), _dir(lock)),
+                    sentinels=[lock]))
     return out
 
 
@@ -444,7 +474,8 @@ def _item12() -> List[Case]:
                        ("pytest_jetson_fingerprint(config, device)", "raise MemoryError()"),
                        ("pytest_jetson_fingerprint(config, device)", "return {'x': float('inf')}"),
                        ("pytest_jetson_fingerprint(config, device)", "import time; time.sleep(0); return {'a': [[[[]]]] * 3, 'b': {'c': None}}")]:
-        expect = "pass" if body.startswith("import time") else "error"
+        # pluggy drops a None result: a hook that adds nothing is fine
+        expect = "pass" if body.startswith("import time") or body == "return None" else "error"
         cases.append(Case(12, f"{hook.split('(')[0]}: {body}", ["--jetson-update-baselines", "--jetson-report-json",
                                                                 "r.json", "test_suite.py"],
                           expect, [hook.split("(")[0]], conftest=f"def {hook}:\n    {body}\n"))
@@ -474,8 +505,8 @@ def _item13() -> List[Case]:
     cases += [Case(13, f"--jetson-confidence {v}", ["--jetson-confidence", v, *t], "error", ["--jetson-confidence"])
               for v in ("1.5", "0", "nan")]
     for kw, names in [("budget=True", ["budget"]), ("budget=0", ["budget"]), ("budget='x'", ["budget"]),
-                      ("throughput=['>= 900000/s', '<= 1/s']", ["contradict"]),
-                      ("latency_mean=['<= 1ms', '>= 1s']", ["contradict"])]:
+                      ("throughput=['>= 900000/s', '<= 1/s']", ["must be a string"]),
+                      ("latency_mean=('<= 1ms', '>= 1s')", ["must be a string"])]:
         suite = f'''
 import pytest
 
@@ -493,6 +524,20 @@ def test_fast(trt_engine, perf):
     {MEASURE}
 '''
     cases.append(Case(13, "two marks >= 900000/s and <= 1/s", t, "error", ["contradict"], suite=two_marks))
+    module_and_test = f'''
+import pytest
+
+pytestmark = pytest.mark.perf(latency_mean='>= 1s')
+
+@pytest.mark.perf(latency_mean='<= 1ms')
+def test_fast(trt_engine, perf):
+    {MEASURE}
+'''
+    cases.append(Case(13, "module mark >= 1s, test mark <= 1ms", t, "error", ["contradict"], suite=module_and_test))
+    late = "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n" \
+           "        item.add_marker(pytest.mark.perf(throughput='<= 1/s'))\n"
+    cases.append(Case(13, "test mark >= 900000/s, modifyitems <= 1/s", t, "error", ["contradict"],
+                      suite=two_marks.replace("@pytest.mark.perf(throughput='<= 1/s')\n", ""), conftest=late))
     for what, setup in [("FIFO", _fifo("model.onnx")), ("directory", _dir("model.onnx")),
                         ("link to /dev/zero", _link("model.onnx", "/dev/zero")),
                         ("empty file", _write("model.onnx", "")), ("text", _write("model.onnx", "not a model\n"))]:
@@ -574,7 +619,7 @@ def run_case(template: Path, case: Case) -> Tuple[str, str]:
             case.setup(p)
         paths = [Path(s) if s.startswith("/") else p / s for s in case.sentinels] + [Path("/dev/null")]
         before = [_state(x) for x in paths]
-        rc, out = _run(p, case.argv, cli=case.cli)
+        rc, out = _run(p, case.argv, cli=case.cli, fsize=case.fsize)
         harmed = [str(x) for x, b in zip(paths, before) if _state(x) != b]
         _restore_dev_null()
         finding = case.verify(p, out) if case.verify and rc is not None else None
