@@ -158,8 +158,16 @@ def _run(p: Path, argv: Sequence[str], cli: bool = False, timeout: float = TIMEO
     return proc.returncode, out.decode(errors="replace")
 
 
+#: files a writer may create beside /dev/null (SQLite's rollback journal and write-ahead log)
+DEV_NULL_SIBLINGS = ("/dev/null-journal", "/dev/null-wal", "/dev/null-shm")
+
+
 def _restore_dev_null() -> None:
-    """Put a real /dev/null back if a run replaced it (the machine needs it)."""
+    """Put a real /dev/null back if a run replaced it (the machine needs it), and remove what a
+    run left beside it."""
+    for sibling in DEV_NULL_SIBLINGS:
+        if os.path.lexists(sibling):
+            os.unlink(sibling)
     try:
         if stat.S_ISCHR(os.lstat("/dev/null").st_mode):
             return
@@ -185,6 +193,7 @@ def _item1() -> List[Case]:
          "either"),
         ("link outside the project", "target", _link("target", "{p}/../outside.txt"), "error"),
         ("dangling link outside", "target", _link("target", "/nonexistent-dir/x.json"), "error"),
+        ("link to a new file outside", "target", _link("target", "{p}/../new-outside"), "error"),
         ("path through a file", "pyproject.toml/r.json", None, "error"),
     ]
     for option in ("--jetson-report-json", "--jetson-report-md", "--jetson-history"):
@@ -193,18 +202,19 @@ def _item1() -> List[Case]:
             names = names or ["/dev/null"]
             cases.append(Case(1, f"{option} {what}", [option, path, "test_suite.py"], expect, names, setup,
                               sentinels=[path.split("/")[0] if not path.startswith("/") else path, "kept.txt",
-                                         "../outside.txt", "pyproject.toml", "test_suite.py"]))
+                                         "../outside.txt", "../new-outside", "pyproject.toml", "test_suite.py"]))
     for what, path, setup, expect in [("/dev/null", "/dev/null", None, "error"),
                                        ("a file", "pyproject.toml", None, "error"),
                                        ("FIFO", "target", _fifo("target"), "error"),
                                        ("link outside", "target", _link("target", "{p}/.."), "error")]:
         cases.append(Case(1, f"--jetson-plots {what}", ["--jetson-plots", path, "test_suite.py"], expect,
                           [path], setup, sentinels=[path, "pyproject.toml", "../outside.txt"]))
-    for what, setup in [("traces dir a FIFO", _fifo(".jetson-traces")),
-                        ("traces dir a file", _write(".jetson-traces", "x\n")),
-                        ("traces dir a link outside", _link(".jetson-traces", "{p}/.."))]:
-        cases.append(Case(1, f"--jetson-trace all, {what}", ["--jetson-trace", "all", "test_suite.py"], "error",
-                          [".jetson-traces"], setup, sentinels=[".jetson-traces", "../outside.txt"]))
+    # a trace that cannot be written is a note, never a failed test (report/trace.py)
+    for what, setup, names in [("traces dir a FIFO", _fifo(".jetson-traces"), [".jetson-traces"]),
+                               ("traces dir a file", _write(".jetson-traces", "x\n"), [".jetson-traces"]),
+                               ("traces dir a link outside", _link(".jetson-traces", "{p}/.."), ["outside"])]:
+        cases.append(Case(1, f"--jetson-trace all, {what}", ["--jetson-trace", "all", "test_suite.py"], "warn",
+                          names, setup, sentinels=[".jetson-traces", "../outside.txt"]))
     return cases
 
 
@@ -617,7 +627,8 @@ def run_case(template: Path, case: Case) -> Tuple[str, str]:
             (p / "conftest.py").write_text(case.conftest)
         if case.setup:
             case.setup(p)
-        paths = [Path(s) if s.startswith("/") else p / s for s in case.sentinels] + [Path("/dev/null")]
+        paths = [Path(s) if s.startswith("/") else p / s for s in case.sentinels]
+        paths += [Path(x) for x in ("/dev/null",) + DEV_NULL_SIBLINGS]
         before = [_state(x) for x in paths]
         rc, out = _run(p, case.argv, cli=case.cli, fsize=case.fsize)
         harmed = [str(x) for x, b in zip(paths, before) if _state(x) != b]
