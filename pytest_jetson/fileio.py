@@ -179,6 +179,8 @@ class _Lock:
             if exc.errno in (errno.ELOOP, errno.EMLINK):
                 raise UnsafeTarget(self.path, "is a symbolic link; a lock file is never a link (it would "
                                               "overwrite what it points to): remove the link", exc.errno) from None
+            if exc.errno == errno.EISDIR:  # named here: the caller would blame the file the lock guards
+                raise UnsafeTarget(self.path, "is a directory, not a lock file; remove it", exc.errno) from None
             raise
         try:
             what = file_kind(os.fstat(fd).st_mode)

@@ -114,6 +114,15 @@ def test_a_linked_lock_file_is_refused_and_its_target_kept(tmp_path):
     assert victim.read_text() == "precious"
 
 
+def test_a_directory_where_the_lock_file_belongs_is_named_not_the_file_it_guards(tmp_path):
+    lock = tmp_path / ".b.json.lock"
+    lock.mkdir()
+    with pytest.raises(fileio.UnsafeTarget, match=r"\.b\.json\.lock is a directory, not a lock file; remove it"):
+        with fileio.lock(lock, timeout=1):
+            pass
+    assert lock.is_dir()
+
+
 def test_the_lock_excludes_a_second_holder_until_released(tmp_path):
     from filelock import Timeout
 
