@@ -75,8 +75,9 @@ def check_target(path: PathLike, root: Optional[PathLike] = None) -> Path:
     path = Path(path)
     try:
         st = os.lstat(str(path))
-    except OSError:
-        return path  # nothing there yet (or a parent missing: the write itself says so)
+    except OSError as exc:
+        _through_a_file(path, exc)
+        return path  # nothing there yet (or a parent missing: the write itself creates it)
     target = path
     if stat.S_ISLNK(st.st_mode):
         real = os.path.realpath(str(path))
@@ -97,6 +98,40 @@ def check_target(path: PathLike, root: Optional[PathLike] = None) -> Path:
     if what is not None:
         raise UnsafeTarget(path, f"is {what}, not a regular file; pytest-jetson writes only regular "
                                  f"files: give the path of a file", errno.EINVAL)
+    return target
+
+
+def _through_a_file(path: Path, exc: OSError) -> None:
+    """A path that cannot be created since one of its parents is a file: UnsafeTarget naming it."""
+    if exc.errno != errno.ENOTDIR:
+        return
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise UnsafeTarget(path, f"cannot be created: {parent} is a file, not a directory; choose "
+                                     f"another path", errno.ENOTDIR)
+
+
+def check_directory(path: PathLike, root: Optional[PathLike] = None) -> Path:
+    """Where files written into the directory ``path`` go: ``path``, or the target of a link inside
+    ``root`` (as ``check_target``). Raises ``UnsafeTarget`` for something there that is not a
+    directory, a link out of ``root`` or a path through a file."""
+    path = Path(path)
+    try:
+        st = os.lstat(str(path))
+    except OSError as exc:
+        _through_a_file(path, exc)
+        return path
+    target = path
+    if stat.S_ISLNK(st.st_mode):
+        real = os.path.realpath(str(path))
+        base = os.path.realpath(str(root) if root is not None else str(path.parent))
+        if not _inside(real, base):
+            raise UnsafeTarget(path, f"is a symbolic link to {real}, outside {base}; pytest-jetson "
+                                     f"follows links only inside the project: give {real} by name, or "
+                                     f"another directory", errno.ELOOP)
+        target = Path(real)
+    if target.exists() and not target.is_dir():
+        raise UnsafeTarget(path, "is not a directory; give a directory (created when absent)", errno.ENOTDIR)
     return target
 
 

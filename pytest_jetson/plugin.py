@@ -106,7 +106,7 @@ def _call_hook(config, impl, hook, kwargs):
         return impl.function(**{a: kwargs[a] for a in impl.argnames if a in kwargs})
     except ConfigError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in a hook is the hook's error too
         where = ""
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:
@@ -184,8 +184,12 @@ def _check_names(config, settings):
 def _extra_fingerprint(config, device):
     """The plugins' fingerprint fields: a dict of JSON values named by strings, checked here
     since they are written into every baseline and report at the session's end."""
+    from .gate.checks import FINGERPRINT
+    from .gate.safe_read import JSONProblem, loads
+
     hook = "pytest_jetson_fingerprint"
     extra = {}
+    builtin = set(FINGERPRINT) | set(device.fingerprint()) | {"backend_version", "cpu", "cores", "os"}
     for impl in config.hook.pytest_jetson_fingerprint.get_hookimpls():
         who = _plugin_name(config, impl)
         fields = _call_hook(config, impl, hook, {"config": config, "device": device}) or {}
@@ -196,8 +200,14 @@ def _extra_fingerprint(config, device):
             if not isinstance(k, str):
                 raise ConfigError(f"{who}: {hook} returned a field named {k!r} ({type(k).__name__}); "
                                   f"name fields with strings")
+            if k in builtin:
+                raise ConfigError(f"{who}: {hook} returned the field {k!r}, which pytest-jetson records "
+                                  f"itself; name the plugin's field otherwise (e.g. {'x_' + k!r})")
             try:
-                json.dumps(v, allow_nan=False)
+                loads(json.dumps(v, allow_nan=False))  # as strictly as a baseline is read back
+            except JSONProblem as exc:
+                raise ConfigError(f"{who}: {hook} returned field {k!r} = {_short(v)}: {exc}; every baseline "
+                                  f"recorded with it would be refused when read") from None
             except (TypeError, ValueError, RecursionError):
                 raise ConfigError(f"{who}: {hook} returned field {k!r} = {_short(v)}, not a JSON value (a "
                                   f"string, a finite number, true/false or null, or a list or dict of "
@@ -225,7 +235,7 @@ def _check_report_paths(config, settings):
     """A report asked for where none may go (a device, a pipe, a directory, a link out of the
     project, another file than a report of ours) is a usage error now, before any test runs in
     vain; the same check runs again when the reports are written."""
-    if not (settings.report_json or settings.report_md or settings.plots):
+    if not (settings.report_json or settings.report_md or settings.plots or settings.history):
         return
     from .gate.keys import project_root
     from .report.files import check_paths
@@ -1018,7 +1028,7 @@ class PerfSession:
         path = self.ctx.settings.history
         try:
             run = history_store.append_session(path, self.results, self.ctx.fingerprint(), target, provenance,
-                                               summary=self.counts.to_dict())
+                                               summary=self.counts.to_dict(), root=self.project())
         except JetsonError as exc:
             self.errors.append(f"pytest-jetson: --jetson-history: {exc}")
             return
@@ -1077,6 +1087,11 @@ class TraceSession:
         self.notes = []
         self._nsys = None
 
+    def project(self):
+        from .gate.keys import project_root
+
+        return project_root(self.config.rootpath)
+
     def directory(self):
         from .report.trace import trace_dir
 
@@ -1128,7 +1143,7 @@ class TraceSession:
             loads = [rec for rec in getattr(self.ctx.clock, "loads", []) if rec[1] > start and rec[0] < end]
             doc = trace.chrome_trace(trace.Window(start, end, spans, loads, result.measurements), item.nodeid,
                                      device=self.ctx.device.name)
-            return trace.write(doc, directory, item.nodeid)
+            return trace.write(doc, directory, item.nodeid, root=self.project())
         if self.ctx.device.simulated or self.ctx.host is not None:
             return None, f"no trace of {item.nodeid}: real engines on the host have no timeline to record"
         return self._nsys_rerun(item, directory, result)

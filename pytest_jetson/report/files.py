@@ -69,11 +69,17 @@ def _refusal(option: str, path: Any, root: Optional[Union[str, Path]], kind: str
         if p.exists() and not p.is_dir():
             return (f"{option} {path}: is not a directory; plots are written into a directory, "
                     f"give one such as {p.with_suffix('')}-plots")
+        try:
+            fileio.check_directory(p, root)
+        except fileio.UnsafeTarget as exc:
+            return f"{option} {exc}"
         return None
     try:
         target = fileio.check_target(path, root)
     except fileio.UnsafeTarget as exc:
         return f"{option} {exc}"
+    if kind == "store":
+        return _not_a_store(option, target)
     if kind == "append" or not target.is_file():
         return None
     try:
@@ -87,6 +93,20 @@ def _refusal(option: str, path: Any, root: Optional[Union[str, Path]], kind: str
             f"its own reports: choose another path, or remove the file first")
 
 
+def _not_a_store(option: str, target: Path) -> Optional[str]:
+    if not target.is_file() or not target.stat().st_size:
+        return None
+    try:
+        with open(target, "rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        return f"{option} {target}: cannot be read to check what it is ({exc.strerror or exc}); choose another path"
+    if head == b"SQLite format 3\x00":
+        return None
+    return (f"{option} {target}: exists and is not a history store (an SQLite file); pytest-jetson "
+            f"appends only to its own store: choose another path, or remove the file first")
+
+
 def _requests(settings: Any) -> List[Tuple[str, Any, str]]:
     step_summary = settings.report_md is not None and settings.report_md == os.environ.get("GITHUB_STEP_SUMMARY")
     wanted = []
@@ -96,6 +116,8 @@ def _requests(settings: Any) -> List[Tuple[str, Any, str]]:
         wanted.append(("--jetson-report-md", settings.report_md, "append" if step_summary else "md"))
     if settings.plots:
         wanted.append(("--jetson-plots", settings.plots, "dir"))
+    if getattr(settings, "history", None):
+        wanted.append(("--jetson-history", settings.history, "store"))
     return wanted
 
 

@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from .. import fileio
 from ..errors import JetsonError
 from .run_history import Point, Run, points_of
 
@@ -206,8 +207,16 @@ def now_iso() -> str:
 
 def append_session(path: Union[str, Path], results: Any, fingerprint: Dict[str, Any],
                    target: Optional[Dict[str, Any]], provenance: Optional[Dict[str, Any]],
-                   summary: Optional[Dict[str, Any]] = None, created: Optional[str] = None) -> int:
-    """Append a session's gate results (``gate.session.TestResult``) as one run."""
+                   summary: Optional[Dict[str, Any]] = None, created: Optional[str] = None,
+                   root: Optional[Union[str, Path]] = None) -> int:
+    """Append a session's gate results (``gate.session.TestResult``) as one run; only to a path
+    a report may be written to (``fileio.check_target``; ``root``: the project links may point
+    into): never a device, a FIFO or a link out of the project, where SQLite would also create
+    its journal beside it."""
+    try:
+        path = fileio.check_target(path, root)
+    except fileio.UnsafeTarget as exc:
+        raise HistoryError(f"history store {exc}") from None
     head = header(fingerprint, target, provenance, created or now_iso(), summary)
     return append(path, head, points_of(results))
 

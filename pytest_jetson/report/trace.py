@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .. import fileio
+
 #: Events a trace holds at most (about 100 bytes each).
 MAX_EVENTS = 100_000
 #: Where traces go without a JSON report to sit beside (relative to the invocation directory).
@@ -247,9 +249,16 @@ def chrome_trace(window: Window, test: str, device: str = "", limit: int = MAX_E
     return {"traceEvents": ev.events, "displayTimeUnit": "ms", "otherData": other}
 
 
-def write(doc: Dict[str, Any], directory: Path, nodeid: str) -> Tuple[Optional[Path], Optional[str]]:
-    """Write ``doc`` for test ``nodeid`` into ``directory``: (its path, None), or (None, why not)."""
+def write(doc: Dict[str, Any], directory: Path, nodeid: str,
+          root: Optional[Path] = None) -> Tuple[Optional[Path], Optional[str]]:
+    """Write ``doc`` for test ``nodeid`` into ``directory``: (its path, None), or (None, why not).
+    Only where ``fileio`` lets a report go (``root``: the project links may point into)."""
     path = Path(directory) / file_name(nodeid)
+    try:
+        fileio.check_directory(directory, root)
+        fileio.check_target(path, root)
+    except fileio.UnsafeTarget as exc:
+        return None, f"trace of {nodeid} not written: {exc}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")

@@ -33,6 +33,15 @@ def host(project_of):
      "conftest.py: pytest_jetson_fingerprint returned a field named 1 (int); name fields with strings*"),
     ("pytest_jetson_fingerprint(config, device)", "return ['firmware', '1.2']",
      "conftest.py: pytest_jetson_fingerprint must return a dict of fingerprint fields, not list*"),
+    ("pytest_jetson_backends(config)", "raise SystemExit(3)",
+     "conftest.py: pytest_jetson_backends raised SystemExit: 3; fix the hook*"),
+    ("pytest_jetson_fingerprint(config, device)", "return {'firmware': 10 ** 400}",
+     "conftest.py: pytest_jetson_fingerprint returned field 'firmware' = 1000000*: a 401-digit integer "
+     "*every baseline recorded with it would be refused when read*"),
+    ("pytest_jetson_fingerprint(config, device)", "return {'device': 'other'}",
+     "conftest.py: pytest_jetson_fingerprint returned the field 'device', which pytest-jetson records itself*"),
+    ("pytest_jetson_fingerprint(config, device)", "return {'model': 'mine'}",
+     "conftest.py: pytest_jetson_fingerprint returned the field 'model', which pytest-jetson records itself*"),
 ])
 def test_a_broken_hook_is_a_usage_error_naming_the_plugin_and_the_hook(host, hook, body, message):
     host.makeconftest(f"def {hook}:\n    {body}\n")

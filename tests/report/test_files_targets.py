@@ -95,3 +95,55 @@ def test_a_step_summary_is_appended_to_but_never_a_pipe(suite, monkeypatch):
     os.mkfifo(str(fifo))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(fifo))
     assert run(suite).ret == 4
+
+
+def test_a_path_through_a_file_is_a_usage_error(suite):
+    r = run(suite, "--jetson-report-json", "pyproject.toml/r.json")
+    assert r.ret == 4
+    r.stderr.fnmatch_lines(["*--jetson-report-json pyproject.toml/r.json cannot be created: pyproject.toml is a "
+                            "file, not a directory; choose another path*"])
+
+
+def test_plots_into_a_link_out_of_the_project_are_refused(suite, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("elsewhere")
+    (suite.path / "plots").symlink_to(outside, target_is_directory=True)
+    r = run(suite, "--jetson-plots", "plots")
+    assert r.ret == 4
+    r.stderr.fnmatch_lines([f"*--jetson-plots plots is a symbolic link to {outside}, outside *"])
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.skipif(not stat.S_ISCHR(os.stat("/dev/null").st_mode), reason="no /dev/null here")
+def test_the_history_store_goes_only_where_a_report_may(suite, tmp_path_factory):
+    r = run(suite, "--jetson-history", "/dev/null")
+    assert r.ret == 4
+    r.stderr.fnmatch_lines(["*--jetson-history /dev/null is a character device, not a regular file*"])
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode) and not os.path.exists("/dev/null-journal")
+    fifo = suite.path / "history.sqlite"
+    os.mkfifo(str(fifo))
+    r = run(suite, "--jetson-history", str(fifo))
+    assert r.ret == 4
+    r.stderr.fnmatch_lines(["*history.sqlite is a named pipe (FIFO), not a regular file*"])
+    fifo.unlink()
+    outside = tmp_path_factory.mktemp("elsewhere") / "history.sqlite"
+    (suite.path / "history.sqlite").symlink_to(outside)
+    r = run(suite, "--jetson-history", "history.sqlite")
+    assert r.ret == 4 and not outside.exists()
+    r.stderr.fnmatch_lines(["*--jetson-history history.sqlite is a symbolic link to *, outside *"])
+    before = (suite.path / "pyproject.toml").read_bytes()
+    r = run(suite, "--jetson-history", "pyproject.toml")
+    assert r.ret == 4 and (suite.path / "pyproject.toml").read_bytes() == before
+    r.stderr.fnmatch_lines(["*--jetson-history *pyproject.toml: exists and is not a history store (an SQLite file)*"])
+    r = run(suite, "--jetson-history", "runs/history.sqlite")
+    assert r.ret == 0 and (suite.path / "runs" / "history.sqlite").read_bytes()[:16] == b"SQLite format 3\x00"
+    assert run(suite, "--jetson-history", "runs/history.sqlite").ret == 0
+
+
+def test_traces_are_not_written_through_a_link_out_of_the_project(suite, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("elsewhere")
+    (suite.path / ".jetson-traces").symlink_to(outside, target_is_directory=True)
+    r = run(suite, "--jetson-trace", "all", "--jetson-device", "orin-nano")
+    assert r.ret == 0
+    r.stdout.fnmatch_lines(["*trace of test_suite.py::test_fast not written: *.jetson-traces is a symbolic link to "
+                            f"{outside}, outside *"])
+    assert list(outside.iterdir()) == []

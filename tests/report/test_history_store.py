@@ -120,8 +120,6 @@ def damaged(path):
     (newer, "has schema 2; this pytest-jetson reads and writes schema 1: upgrade pytest-jetson"),
     (other_sqlite, "is an SQLite file but not a pytest-jetson history store"),
     (damaged, "is not a pytest-jetson history store or is damaged"),
-    (lambda p: p.write_text("run,value\n1,2\n"), "is not an SQLite file"),
-    (lambda p: p.mkdir(), "is a directory; give a file path"),
 ])
 def test_a_bad_store_is_a_clear_error_and_the_report_is_still_written(suite, monkeypatch, capsys, make, words):
     store = suite.path / "perf.sqlite"
@@ -136,6 +134,19 @@ def test_a_bad_store_is_a_clear_error_and_the_report_is_still_written(suite, mon
         assert cli_main(["history", str(store), "--no-plots"]) == 2
         err = capsys.readouterr().err
         assert str(store) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.write_text("run,value\n1,2\n"), "exists and is not a history store (an SQLite file)"),
+    (lambda p: p.mkdir(), "is a directory, not a file"),
+])
+def test_a_store_that_is_no_store_at_all_is_a_usage_error_before_any_test(suite, monkeypatch, make, words):
+    store = suite.path / "perf.sqlite"
+    make(store)
+    result = run_suite(suite, monkeypatch, 0, "--jetson-report-json", "r.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--jetson-history *perf.sqlite*{words}*"])
+    assert not (suite.path / "r.json").exists()
 
 
 def test_a_locked_store_is_a_clear_error_after_the_busy_timeout(suite, monkeypatch):
