@@ -67,10 +67,21 @@ _TILE_AREA = 128.0 * 128.0
 SPLITS = (1, 2, 4)
 #: A stream-K kernel's cost over an ideal even split (partial tiles summed across blocks).
 STREAM_K_FIXUP = 1.06
-#: Width of the soft minimum over tactics, in log cost: tactics within ~10% of the best share the
-#: choice. Chosen as the spread of TensorRT's own tactic timings between builds (a few percent to
-#: 10%), the scale below which the model cannot tell two tactics apart.
-SOFTMIN = 0.08
+#: How an SM's time for a wave shrinks when it holds fewer blocks than it has room for: a
+#: fraction x of its block slots takes x ** OCCUPANCY_EXP of a full wave. 1 would be perfect
+#: scaling, 0 a partial wave as long as a full one (the block-count quantisation alone). Fewer
+#: resident warps hide less of the operand loads' latency, so each block runs faster but not in
+#: proportion; 0.5 is the assumption (a quarter-full SM runs its blocks at about twice the speed
+#: of a full one), which keeps the whole-block quantisation per SM and removes the plateaus a
+#: full-wave charge gives at batch 1, where most layers fit in one wave.
+OCCUPANCY_EXP = 0.5
+#: Width of the soft minimum over tactics, in log cost: a tactic 35% dearer than the best keeps
+#: 1/e of its weight. It is the model's uncertainty on one tactic's cost (the tile-reuse and
+#: occupancy laws above are approximations to some tens of percent), not TensorRT's timing noise
+#: (a few percent): with a width of 0.08, every layer's tile fit jumped together where the input
+#: side crosses a power of two (256 -> 264 px: +26-33% of time for +12% of MACs) and stayed flat
+#: between, 17% of the benchmark's input-size steps out of band against 9% at 0.35.
+SOFTMIN = 0.35
 
 
 #: Switching energy of one multiply-accumulate relative to fp16 (a multiplier's energy grows about
@@ -158,7 +169,7 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
         reuse = (tm * tn / (tm + tn) / 64.0) ** 0.3
         for split in SPLITS:
             ctas = ctas1 * split
-            waves = np.ceil(ctas / per_wave)
+            waves = _waves(ctas, per_wave, sm)
             k_s = k_pad / split
             cost = waves * per_wave * tm * tn / split / useful / reuse
             if split > 1:  # the shorter loop hides less of its fixed cost; the partial sums' pass
@@ -171,7 +182,8 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
             fills.append(_fill(ctas, per_wave, sm))
         # stream-K: the tiles' reduction loops dealt out evenly over the SMs, so the last wave is
         # as full as the others, for a fixup of the tiles split between two blocks
-        waves = np.maximum(ctas1 / per_wave, 1.0)
+        x = ctas1 / per_wave
+        waves = np.where(x >= 1.0, x, x ** OCCUPANCY_EXP)
         costs.append(np.where(on_tc | (tm >= 8), waves * per_wave * tm * tn / useful / reuse * STREAM_K_FIXUP, np.inf))
         pads.append(ctas1 * tm * tn / useful)
         fills.append(np.minimum(ctas1 / per_wave, 1.0))
@@ -223,6 +235,16 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     fill = np.where(dense, fill, _fill(np.ceil(outputs / 1024.0), sm, sm))
     return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops,
                  tensor=np.where(on_tc, pipe_mm, 0.0), alu=alu, fill=fill)
+
+
+def _waves(ctas: Any, per_wave: Any, sm: Any) -> Any:
+    """A tile kernel's time in full waves: the full waves, then the last one as long as its
+    busiest SM takes with the blocks it holds (``OCCUPANCY_EXP``: fewer resident blocks each
+    run faster, not in proportion)."""
+    full = np.floor(ctas / per_wave)
+    rem = ctas - full * per_wave
+    slots = per_wave / sm
+    return full + np.where(rem > 0, (np.ceil(rem / sm) / slots) ** OCCUPANCY_EXP, 0.0)
 
 
 def _fill(ctas: Any, per_wave: Any, sm: Any) -> Any:
