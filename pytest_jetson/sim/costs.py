@@ -76,11 +76,12 @@ STREAM_K_FIXUP = 1.06
 #: full-wave charge gives at batch 1, where most layers fit in one wave.
 OCCUPANCY_EXP = 0.5
 #: Width of the soft minimum over tactics, in log cost: a tactic 35% dearer than the best keeps
-#: 1/e of its weight. It is the model's uncertainty on one tactic's cost (the tile-reuse and
-#: occupancy laws above are approximations to some tens of percent), not TensorRT's timing noise
-#: (a few percent): with a width of 0.08, every layer's tile fit jumped together where the input
-#: side crosses a power of two (256 -> 264 px: +26-33% of time for +12% of MACs) and stayed flat
-#: between, 17% of the benchmark's input-size steps out of band against 9% at 0.35.
+#: 1/e of its weight. It is the model's uncertainty on where a tactic's tile and wave edges
+#: leave it (the occupancy law above and the tile set are approximations to some tens of
+#: percent), not TensorRT's timing noise (a few percent): at 0.08, every layer's tile fit jumped
+#: together where the input side crosses a power of two (256 -> 264 px: +26-33% of time for +12%
+#: of MACs) and stayed flat between, 17% of the benchmark's input-size steps out of band, 7% at
+#: 0.35. Only the quantisation is averaged (``gpu_costs``): a large GEMM costs its best tile.
 SOFTMIN = 0.35
 
 
@@ -162,7 +163,7 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     # (weights (best / cost) ** (1 / SOFTMIN)): the tile and wave steps keep their physical size
     # where one tactic is far ahead and blend where several are close, as TensorRT's own choice
     # (and stream-K kernels) smooth them on a board.
-    costs, pads, fills = [], [], []
+    costs, ideals, pads, fills = [], [], [], []
     for tm, tn in TILES_CUDA:
         ctas1 = e.groups * np.ceil(m / tm) * np.ceil(n_out / tn)
         per_wave = sm * _TILE_AREA / (tm * tn)
@@ -172,12 +173,16 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
             waves = _waves(ctas, per_wave, sm)
             k_s = k_pad / split
             cost = waves * per_wave * tm * tn / split / useful / reuse
+            ideal = np.ones(cost.shape) / reuse
             if split > 1:  # the shorter loop hides less of its fixed cost; the partial sums' pass
-                cost = cost * (k_sat * (k_s + k0) / np.maximum(k_s, 1.0)) + split * 2.0 / np.maximum(k_pad, 1.0)
+                more = k_sat * (k_s + k0) / np.maximum(k_s, 1.0)
+                cost = cost * more + split * 2.0 / np.maximum(k_pad, 1.0)
+                ideal = ideal * more + split * 2.0 / np.maximum(k_pad, 1.0)
                 cost = np.where(k_s < 64.0, np.inf, cost)
             if tm < 8:
                 cost = np.where(on_tc, np.inf, cost)
             costs.append(cost)
+            ideals.append(np.where(np.isfinite(cost), ideal, np.inf))
             pads.append(ctas * tm * tn / split / useful)
             fills.append(_fill(ctas, per_wave, sm))
         # stream-K: the tiles' reduction loops dealt out evenly over the SMs, so the last wave is
@@ -185,13 +190,16 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
         x = ctas1 / per_wave
         waves = np.where(x >= 1.0, x, x ** OCCUPANCY_EXP)
         costs.append(np.where(on_tc | (tm >= 8), waves * per_wave * tm * tn / useful / reuse * STREAM_K_FIXUP, np.inf))
+        ideals.append(np.where(on_tc | (tm >= 8), STREAM_K_FIXUP / reuse, np.inf))
         pads.append(ctas1 * tm * tn / useful)
         fills.append(np.minimum(ctas1 / per_wave, 1.0))
-    costs = np.array(costs)
-    best = costs.min(axis=0)
-    weight = np.where(np.isfinite(costs), (best / np.where(np.isfinite(costs), costs, 1.0)) ** (1.0 / SOFTMIN), 0.0)
+    weight, blend = _soft_min(np.array(costs))
+    # The average is over where each tactic's tile and wave edges fall, not over how well its
+    # tile reuses operands (a large GEMM's 128x128 tile is a clear choice): the same average over
+    # the tactics without their quantisation, over its minimum, is taken out again.
+    _, ideal_blend = _soft_min(np.array(ideals))
+    best = blend * np.min(np.array(ideals), axis=0) / ideal_blend
     total = weight.sum(axis=0)
-    best = (weight * np.where(np.isfinite(costs), costs, 0.0)).sum(axis=0) / total
     pad = (weight * np.array(pads)).sum(axis=0) / total
     fill = (weight * np.array(fills)).sum(axis=0) / total
     unit_eff = np.where(on_tc, c["tc_eff"] * np.where(P_BYTES[prec] >= 4, c["tf32_factor"],
@@ -235,6 +243,14 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     fill = np.where(dense, fill, _fill(np.ceil(outputs / 1024.0), sm, sm))
     return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops,
                  tensor=np.where(on_tc, pipe_mm, 0.0), alu=alu, fill=fill)
+
+
+def _soft_min(costs: np.ndarray):
+    """Weights (best / cost) ** (1 / SOFTMIN) over the tactics (axis 0), and the weighted cost."""
+    ok = np.isfinite(costs)
+    best = costs.min(axis=0)
+    weight = np.where(ok, (best / np.where(ok, costs, 1.0)) ** (1.0 / SOFTMIN), 0.0)
+    return weight, (weight * np.where(ok, costs, 0.0)).sum(axis=0) / weight.sum(axis=0)
 
 
 def _waves(ctas: Any, per_wave: Any, sm: Any) -> Any:
