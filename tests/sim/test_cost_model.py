@@ -64,12 +64,12 @@ def test_resnet50_input_size_steps_follow_the_macs():
         assert 0.25 * dm <= dt <= 2.0 * dm, (dt, dm)
 
 
-@pytest.mark.parametrize("device", ["orin-nano-8gb", "nano"])
-def test_crossing_a_power_of_two_input_side_is_no_cliff(device):
+def test_crossing_a_power_of_two_input_side_is_no_cliff():
     """At 256 px every feature map of a ResNet fills whole 128-row tiles and at 264 px every one
-    spills into another: averaged over the tactics TensorRT would time, the step follows the MACs
-    (within a factor two), as do the steps between (no plateau where the padding is filled)."""
-    for dt, dm in _steps("resnet18", (192, 200, 256, 264), device):
+    spills into another: averaged over where the tactics' tile and wave edges fall, the steps
+    around it follow the MACs within a factor two (one tactic's charge gave a plateau below 256
+    and +2.6x the MAC change above it)."""
+    for dt, dm in _steps("resnet50", (240, 248, 256, 264, 272)):
         assert 0.25 * dm <= dt <= 2.0 * dm, (dt, dm)
 
 
