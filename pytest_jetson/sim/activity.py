@@ -93,19 +93,22 @@ class KernelShares:
 
 
 def kernel_shares(costs: Costs, f: float, bw: float, sm: float, kernel_cycles: float,
-                  graphs: bool = False, graph_frac: float = 1.0) -> KernelShares:
+                  graphs: bool = False, graph_frac: float = 1.0, kernel_us: float = 0.0) -> KernelShares:
     """Per-kernel time and activity of one engine at GPU clock ``f`` (Hz) and DRAM bandwidth
     ``bw`` (B/s) on ``sm`` SMs, each kernel ``max(A/f, B/bw)`` plus its fixed cost as ``core``
-    times it (``graph_frac`` of it when a CUDA graph launches the kernels)."""
+    times it: ``kernel_cycles`` at the clock plus ``kernel_us`` of launch gap (``graph_frac`` of
+    the gap when a CUDA graph launches the kernels)."""
     a = np.asarray(costs.a, float)
     main = np.maximum(a / f, np.asarray(costs.b, float) / bw)
-    fixed = np.full(a.shape, kernel_cycles / f * (graph_frac if graphs else 1.0))
+    ramp = np.full(a.shape, kernel_cycles / f)
+    # the launch gap between two kernels: no block resident, so no SM active
+    fixed = ramp + kernel_us * 1e-6 * (graph_frac if graphs else 1.0)
     fill = np.broadcast_to(np.asarray(costs.fill, float), a.shape)
     tensor = np.minimum(np.broadcast_to(np.asarray(costs.tensor, float), a.shape) / f, main * fill)
     accesses = np.asarray(costs.bytes, float) / (BYTES_PER_THREAD_ACCESS * WARP) / (SLOTS * sm)
     slots = (tensor * f * ISSUE_PER_MMA / MMA_CYCLES + np.broadcast_to(np.asarray(costs.alu, float), a.shape)
              + accesses * ISSUE_PER_ACCESS) / f
-    return KernelShares(time=main + fixed, sm=main * fill + fixed * RAMP_SM, tensor=tensor,
+    return KernelShares(time=main + fixed, sm=main * fill + ramp * RAMP_SM, tensor=tensor,
                         issue=np.minimum(slots, main * fill))
 
 
@@ -116,7 +119,8 @@ def predict(costs: Costs, out: Dict[str, Any], cfg: Dict[str, Any], c: Dict[str,
     instance runs on the GPU) at the clock DVFS settled on, over the share of time the GPU runs
     kernels (``gpu_util``, less the copies' part of it where ``copies``)."""
     k = kernel_shares(costs, float(out["f"]), float(cfg["bw"]), float(cfg["sm"]), c["kernel_cycles"],
-                      graphs=bool(cfg.get("h_graphs", 0.0)), graph_frac=c["graph_kernel_frac"])
+                      graphs=bool(cfg.get("h_graphs", 0.0)), graph_frac=c["graph_kernel_frac"],
+                      kernel_us=c["kernel_us"])
     share = k.shares()
     t_gpu, t_copy = float(out["t_gpu"]), float(out["t_copy"]) if copies else 0.0
     busy = float(out["gpu_util"]) * (t_gpu / (t_gpu + t_copy) if t_gpu + t_copy > 0 else 1.0)

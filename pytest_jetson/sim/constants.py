@@ -24,12 +24,15 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "cuda_eff": 0.80,        # fraction of CUDA-core peak
     "tf32_factor": 0.80,     # tf32 tensor-core efficiency relative to fp16
     "int8_factor": 0.85,     # int8 tensor-core efficiency relative to fp16
+    "int8_arch": 1.0,        # an architecture's int8 efficiency relative to that shared factor
     "conv_eff": 0.85,        # a windowed convolution's efficiency relative to a plain GEMM
     "conv_k0": 32.0,         # reduction length at which a conv reaches half its tile efficiency
+    "wino_gain": 1.3,        # a Winograd 3x3 convolution's rate over an implicit GEMM's (CUDA cores)
     "dw_eff": 0.30,          # depthwise / thin grouped convs on CUDA cores
     "mem_eff": 0.90,         # fraction of DRAM peak a kernel's traffic reaches
-    "kernel_cycles": 3000.0,  # fixed GPU cycles per kernel (launch gap, ramp, tail)
-    "graph_kernel_frac": 0.5,  # share of that fixed cost left when a CUDA graph launches the kernels
+    "kernel_cycles": 2000.0,  # fixed GPU cycles per kernel (block ramp-up, tail)
+    "kernel_us": 3.0,        # fixed microseconds per kernel, whatever the clock (launch gap)
+    "graph_kernel_frac": 0.5,  # share of that gap left when a CUDA graph launches the kernels
     # host time, microseconds on a Cortex-A78AE core at cpu_ref_mhz
     "cpu_ref_mhz": 1500.0,
     "launch_us": 8.0,        # TensorRT enqueue per kernel

@@ -73,6 +73,16 @@ class Tables:
         return t_math, t_mem
 
 
+def kernel_fixed_s(c: Dict[str, float], f, graphs):
+    """Seconds each kernel costs beyond its roofline: GPU cycles (block ramp-up and tail, paid at
+    the GPU's clock) plus microseconds that do not follow the clock (the front end fetching the
+    next launch, semaphores, the gap between two stream launches); a CUDA graph pre-builds the
+    launches and keeps ``graph_kernel_frac`` of that gap. Splitting the two is what makes a change
+    of power mode move a many-kernel network by less than the clock ratio."""
+    gap = c["kernel_us"] * 1e-6 * np.where(np.asarray(graphs) > 0, c["graph_kernel_frac"], 1.0)
+    return c["kernel_cycles"] / f + gap
+
+
 def _safe_div(a, b):
     return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=np.asarray(b) > 0)
 
@@ -85,7 +95,6 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     n_all = n_g + n_d
     has_g = n_g > 0
     has_d = n_d > 0
-    kc = c["kernel_cycles"]
     launch = cfg["h_launch"]
     t_host = cfg["h_host"]
     t_copy = cfg["h_copy"]
@@ -104,9 +113,9 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     gf0 = np.where(has_d, gf, 0)
     if np.any(has_d):
         dm, db = T.eval(gd0, np.maximum(cfg["dla_hz"], 1.0), bw)
-        t_dla = np.where(has_d, dm + db + T.n[gd0] * kc / np.maximum(cfg["dla_hz"], 1.0), 0.0)
+        t_dla = np.where(has_d, dm + db + T.n[gd0] * kernel_fixed_s(c, np.maximum(cfg["dla_hz"], 1.0), 0.0), 0.0)
         fm, fb = T.eval(gf0, f, bw)
-        t_fb = np.where(has_d & (T.n[gf0] > 0), fm + fb + T.n[gf0] * kc / f, 0.0)
+        t_fb = np.where(has_d & (T.n[gf0] > 0), fm + fb + T.n[gf0] * kernel_fixed_s(c, f, 0.0), 0.0)
         n_tr = cfg["n_tr"]
         t_launch_d = (T.n[gf0] + n_tr) * launch
         t1d = np.where(has_d, t_dla + np.maximum(t_fb, t_launch_d) + n_tr * c["dla_transition_us"] * 1e-6
@@ -122,7 +131,7 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     tm, tb = T.eval(gg0, f, bw)
     k_g = T.n[gg0]
     # a CUDA graph's kernels follow each other with shorter gaps than stream launches
-    t_fixed = k_g * kc / f * np.where(cfg["h_graphs"] > 0, c["graph_kernel_frac"], 1.0)
+    t_fixed = k_g * kernel_fixed_s(c, f, cfg["h_graphs"])
     tm = tm * (1.0 + c["contention"] * phi)
     tb = tb / (1.0 - phi)
     t_gpu = tm + tb + t_fixed
@@ -191,8 +200,11 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     power = cfg["idle"] + p_cpu + p_gpu + p_mem + p_dla
 
     host_part = t_copy + t_host + np.maximum(0.0, t_launch - t_gpu)
+    # the host sets the pace when its share of an inference outweighs the GPU's, or when its
+    # enqueue outlasts the kernels it enqueues (the GPU then waits for each launch)
+    host_paced = (host_part > t_gpu) | (np.where(sync, t_launch, t_cpu) > t_gpu)
     contended = (n_all > 1) & (shared > solo * 1.0001)
-    bound = np.where(contended, 3, np.where(~gpu_only & (host_part > t_gpu), 2, np.where(tm + t_fixed >= tb, 0, 1)))
+    bound = np.where(contended, 3, np.where(~gpu_only & host_paced, 2, np.where(tm + t_fixed >= tb, 0, 1)))
     bound = np.where(has_g, bound, np.where(n_all > 1, 3, 0))
     return {
         "throughput": thr, "latency": latency, "latency_alone": alone, "power": power,

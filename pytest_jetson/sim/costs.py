@@ -7,7 +7,7 @@ DRAM and writes its output there. The achieved rate depends on the kernel's clas
 
 * convolutions and matrix products (tensor cores where the precision has them, else CUDA cores):
   the peak times ``tc_eff`` (``cuda_eff``; ``tf32_factor`` and ``int8_factor`` for TF32 and int8
-  relative to fp16), ``conv_eff`` for a convolution with a window on tensor cores (an implicit GEMM
+  relative to fp16, ``int8_arch`` for an architecture's own int8 kernels), ``conv_eff`` for a convolution with a window on tensor cores (an implicit GEMM
   gathering its operands, against a plain GEMM or 1x1 convolution), and ``K / (K + k0)`` for the
   reduction length K, k0 being ``conv_k0`` scaled by the unit's rate relative to fp16 tensor cores
   (the loop's fixed cost per tile is cycles, so the faster unit needs the longer K to hide it: a
@@ -48,6 +48,9 @@ def _table(unit: str) -> np.ndarray:
 
 TC = _table("tensor")
 CUDA = _table("cuda")
+#: Architectures whose TensorRT runs 3x3 convolutions as Winograd transforms: those whose
+#: convolutions run on CUDA cores (from Volta on, tensor-core implicit GEMMs are faster).
+WINOGRAD = np.array([a in ("maxwell", "pascal") for a in ARCHS])
 #: Special-function units (exp, reciprocal) per SM: 4 per SM sub-partition from Volta on, 8 before.
 SFU = np.array([{"maxwell": 32.0, "pascal": 32.0}.get(a, 16.0) for a in ARCHS])
 #: Channels a tensor-core kernel pads each input channel group to (its vector width).
@@ -60,6 +63,26 @@ ALIGN = np.array([1, 4, 8, 8, 16, 16, 32], dtype=float)  # fp32 tf32 fp16 bf16 i
 TILES_TC = ((128, 128), (128, 64), (64, 128), (64, 64), (64, 32), (32, 64), (32, 32), (16, 64), (8, 128))
 TILES_CUDA = TILES_TC + ((1, 128),)
 _TILE_AREA = 128.0 * 128.0
+#: Split-K factors a tactic may use (a long reduction over few output tiles).
+SPLITS = (1, 2, 4)
+#: A stream-K kernel's cost over an ideal even split (partial tiles summed across blocks).
+STREAM_K_FIXUP = 1.06
+#: How an SM's time for a wave shrinks when it holds fewer blocks than it has room for: a
+#: fraction x of its block slots takes x ** OCCUPANCY_EXP of a full wave. 1 would be perfect
+#: scaling, 0 a partial wave as long as a full one (the block-count quantisation alone). Fewer
+#: resident warps hide less of the operand loads' latency, so each block runs faster but not in
+#: proportion; 0.5 is the assumption (a quarter-full SM runs its blocks at about twice the speed
+#: of a full one), which keeps the whole-block quantisation per SM and removes the plateaus a
+#: full-wave charge gives at batch 1, where most layers fit in one wave.
+OCCUPANCY_EXP = 0.5
+#: Width of the soft minimum over tactics, in log cost: a tactic 35% dearer than the best keeps
+#: 1/e of its weight. It is the model's uncertainty on where a tactic's tile and wave edges
+#: leave it (the occupancy law above and the tile set are approximations to some tens of
+#: percent), not TensorRT's timing noise (a few percent): at 0.08, every layer's tile fit jumped
+#: together where the input side crosses a power of two (256 -> 264 px: +26-33% of time for +12%
+#: of MACs) and stayed flat between, 17% of the benchmark's input-size steps out of band, 7% at
+#: 0.35. Only the quantisation is averaged (``gpu_costs``): a large GEMM costs its best tile.
+SOFTMIN = 0.35
 
 
 #: Switching energy of one multiply-accumulate relative to fp16 (a multiplier's energy grows about
@@ -127,31 +150,76 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     k_pad = np.maximum(k_pad, e.k_red)
     m = batch * e.spatial
     n_out = e.n_out
-    best = np.full(kind.shape, np.inf)
     useful = np.maximum(e.groups * m * n_out, 1.0)
-    pad = np.ones(kind.shape)   # the chosen tile's computed outputs over the useful ones
-    fill = np.ones(kind.shape)  # its share of SMs with a block, over the waves
+    rate_unit = np.where(on_tc, tc, cuda)
+    k0 = c["conv_k0"] * rate_unit / 1024.0
+    k_sat = k_pad / (k_pad + k0)
+    # Tactics: every tile, each with the reduction split over 1, 2 or 4 blocks (split-K: more
+    # blocks to fill the SMs, each with a shorter loop and a partial sum to add), or dealt out
+    # over the SMs as stream-K (CUTLASS 2.11 on; cuBLAS and TensorRT 8.6+ pick it for shapes
+    # whose last wave would be thin). TensorRT times
+    # each tactic on the board and keeps the fastest; how close two tactics come is known to the
+    # model only to within the idealised wave count, so the cost is a soft minimum over them
+    # (weights (best / cost) ** (1 / SOFTMIN)): the tile and wave steps keep their physical size
+    # where one tactic is far ahead and blend where several are close, as TensorRT's own choice
+    # (and stream-K kernels) smooth them on a board.
+    costs, ideals, pads, fills = [], [], [], []
     for tm, tn in TILES_CUDA:
-        ctas = e.groups * np.ceil(m / tm) * np.ceil(n_out / tn)
+        ctas1 = e.groups * np.ceil(m / tm) * np.ceil(n_out / tn)
         per_wave = sm * _TILE_AREA / (tm * tn)
-        waves = np.ceil(ctas / per_wave)
         reuse = (tm * tn / (tm + tn) / 64.0) ** 0.3
-        cost = waves * per_wave * tm * tn / useful / reuse
-        if tm < 8:
-            cost = np.where(on_tc, np.inf, cost)
-        better = cost < best
-        pad = np.where(better, ctas * tm * tn / useful, pad)
-        fill = np.where(better, _fill(ctas, per_wave, sm), fill)
-        best = np.minimum(best, cost)
+        for split in SPLITS:
+            ctas = ctas1 * split
+            waves = _waves(ctas, per_wave, sm)
+            k_s = k_pad / split
+            cost = waves * per_wave * tm * tn / split / useful / reuse
+            ideal = np.ones(cost.shape) / reuse
+            if split > 1:  # the shorter loop hides less of its fixed cost; the partial sums' pass
+                more = k_sat * (k_s + k0) / np.maximum(k_s, 1.0)
+                cost = cost * more + split * 2.0 / np.maximum(k_pad, 1.0)
+                ideal = ideal * more + split * 2.0 / np.maximum(k_pad, 1.0)
+                cost = np.where(k_s < 64.0, np.inf, cost)
+            if tm < 8:
+                cost = np.where(on_tc, np.inf, cost)
+            costs.append(cost)
+            ideals.append(np.where(np.isfinite(cost), ideal, np.inf))
+            pads.append(ctas * tm * tn / split / useful)
+            fills.append(_fill(ctas, per_wave, sm))
+        # stream-K: the tiles' reduction loops dealt out evenly over the SMs, so the last wave is
+        # as full as the others, for a fixup of the tiles split between two blocks
+        x = ctas1 / per_wave
+        waves = np.where(x >= 1.0, x, x ** OCCUPANCY_EXP)
+        costs.append(np.where(on_tc | (tm >= 8), waves * per_wave * tm * tn / useful / reuse * STREAM_K_FIXUP, np.inf))
+        ideals.append(np.where(on_tc | (tm >= 8), STREAM_K_FIXUP / reuse, np.inf))
+        pads.append(ctas1 * tm * tn / useful)
+        fills.append(np.minimum(ctas1 / per_wave, 1.0))
+    weight, blend = _soft_min(np.array(costs))
+    # The average is over where each tactic's tile and wave edges fall, not over how well its
+    # tile reuses operands (a large GEMM's 128x128 tile is a clear choice): the same average over
+    # the tactics without their quantisation, over its minimum, is taken out again.
+    _, ideal_blend = _soft_min(np.array(ideals))
+    best = blend * np.min(np.array(ideals), axis=0) / ideal_blend
+    total = weight.sum(axis=0)
+    pad = (weight * np.array(pads)).sum(axis=0) / total
+    fill = (weight * np.array(fills)).sum(axis=0) / total
     unit_eff = np.where(on_tc, c["tc_eff"] * np.where(P_BYTES[prec] >= 4, c["tf32_factor"],
-                                                       np.where(P_BYTES[prec] <= 1, c["int8_factor"], 1.0)),
+                                                       np.where(P_BYTES[prec] <= 1, c["int8_factor"] * c["int8_arch"], 1.0)),
                         c["cuda_eff"])
     # an implicit-GEMM convolution with a window gathers its operands: below a plain GEMM's rate
     unit_eff = unit_eff * np.where(on_tc & (kind == KIND["conv"]) & (window > 1), c["conv_eff"], 1.0)
+    # A 3x3, stride-1 convolution in fp16 or fp32 on CUDA cores (Maxwell, Pascal): TensorRT's
+    # fastest tactics there are Winograd F(2x2, 3x3) (2.25x fewer multiplies, less the input and
+    # output transforms); ``wino_gain`` (per architecture) is what is left of that gain. On tensor
+    # cores (Volta on) the implicit GEMMs win: with the gain on Volta too, Xavier's fitted
+    # tensor-core efficiency fell to 0.50 to make up for it, and held out, Volta came out 20-40%
+    # too fast on every network.
+    stride1 = e.in_bytes / np.maximum(e.cin_g * e.groups * e.spatial * P_BYTES[prec], 1.0) < 1.5
+    wino = (dense & (kind == KIND["conv"]) & (window == 9) & stride1 & (e.cin_g >= 16)
+            & WINOGRAD[arch_i] & ~on_tc & (P_BYTES[prec] >= 2))
+    unit_eff = unit_eff * np.where(wino, c["wino_gain"], 1.0)
     # The main loop's fixed cost per tile (operand loads in flight before the first product) is
-    # the same cycles whatever the unit: the faster the unit, the longer K it takes to hide it.
-    rate_unit = np.where(on_tc, tc, cuda)
-    k_sat = k_pad / (k_pad + c["conv_k0"] * rate_unit / 1024.0)
+    # the same cycles whatever the unit: the faster the unit, the longer K it takes to hide it
+    # (``k0`` above).
     rate_mm = rate_unit * sm * unit_eff * k_sat
     work = batch * e.macs * np.where(e.k_red > 0, k_pad / np.maximum(e.k_red, 1.0), 1.0) * np.maximum(best, 1.0)
     a_mm = work / np.maximum(rate_mm, 1e-9)
@@ -175,6 +243,24 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     fill = np.where(dense, fill, _fill(np.ceil(outputs / 1024.0), sm, sm))
     return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops,
                  tensor=np.where(on_tc, pipe_mm, 0.0), alu=alu, fill=fill)
+
+
+def _soft_min(costs: np.ndarray):
+    """Weights (best / cost) ** (1 / SOFTMIN) over the tactics (axis 0), and the weighted cost."""
+    ok = np.isfinite(costs)
+    best = costs.min(axis=0)
+    weight = np.where(ok, (best / np.where(ok, costs, 1.0)) ** (1.0 / SOFTMIN), 0.0)
+    return weight, (weight * np.where(ok, costs, 0.0)).sum(axis=0) / weight.sum(axis=0)
+
+
+def _waves(ctas: Any, per_wave: Any, sm: Any) -> Any:
+    """A tile kernel's time in full waves: the full waves, then the last one as long as its
+    busiest SM takes with the blocks it holds (``OCCUPANCY_EXP``: fewer resident blocks each
+    run faster, not in proportion)."""
+    full = np.floor(ctas / per_wave)
+    rem = ctas - full * per_wave
+    slots = per_wave / sm
+    return full + np.where(rem > 0, (np.ceil(rem / sm) / slots) ** OCCUPANCY_EXP, 0.0)
 
 
 def _fill(ctas: Any, per_wave: Any, sm: Any) -> Any:

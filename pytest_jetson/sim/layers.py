@@ -19,6 +19,7 @@ from ..models import zoo
 from ..models.reference import resolve as resolve_model
 from . import plan as planning
 from .arch import PRECISIONS
+from .core import kernel_fixed_s
 from .costs import gpu_costs
 from .engine import P_BYTES, STRICT, Engine
 from .hardware import profile_precisions, resolve
@@ -107,7 +108,7 @@ def layer_times(device: Any, model: Any, precision: str = "fp16", batch: int = 1
     f = float(prediction.gpu_clock_mhz) * 1e6 if prediction is not None else float(hw.gpu_hz)
     t_math = np.asarray(costs.a, float) / f
     t_mem = np.asarray(costs.b, float) / float(hw.bw)
-    ramp = c["kernel_cycles"] / f * (c["graph_kernel_frac"] if h.graphs else 1.0)
+    ramp = float(kernel_fixed_s(c, f, float(h.graphs)))
     times = np.maximum(t_math, t_mem) + ramp
     launch = 0.0 if h.gpu_only else planning.harness_columns(h, hw, c, 0.0)["h_launch"]
     bound = np.where(np.maximum(ramp, launch) > np.maximum(t_math, t_mem), "launch",

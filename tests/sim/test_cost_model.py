@@ -1,0 +1,102 @@
+"""How the simulated board's cost model responds to a change: the per-kernel fixed cost split into
+clock cycles and microseconds, shape changes priced over TensorRT's tactics, int8 and Winograd
+per architecture."""
+
+import pytest
+
+from pytest_jetson import sim
+from pytest_jetson.sim import constants, plan
+from pytest_jetson.sim.calibration import TIME_PARAMS
+from pytest_jetson.sim.core import kernel_fixed_s
+from pytest_jetson.sim.costs import gpu_costs
+from pytest_jetson.sim.hardware import resolve
+from pytest_jetson.sim.workload import load
+
+SUPER = "orin-nano-8gb-super"
+
+
+def test_a_kernels_fixed_cost_is_part_cycles_part_microseconds():
+    c = dict(kernel_cycles=2000.0, kernel_us=4.0, graph_kernel_frac=0.25)
+    slow, fast = kernel_fixed_s(c, 500e6, 0.0), kernel_fixed_s(c, 1000e6, 0.0)
+    assert slow == pytest.approx(4e-6 + 4e-6) and fast == pytest.approx(2e-6 + 4e-6)
+    # a CUDA graph shortens the launch gap, not the kernel's own ramp
+    assert kernel_fixed_s(c, 1000e6, 1.0) == pytest.approx(2e-6 + 1e-6)
+
+
+def test_fitted_host_enqueue_is_near_what_trtexec_logs():
+    """trtexec: 0.63 ms of enqueue for yolov5s int8's 76 kernels on an AGX Xavier at its
+    fastest mode; the shipped constants charge within a factor 1.5 of it."""
+    assert {p.name for p in TIME_PARAMS} >= {"kernel_cycles", "kernel_us", "launch_us"}
+    p = sim.predict("agx-xavier", "yolov5s", "int8", power_mode="fastest", harness="trtexec")
+    assert 0.63e-3 / 1.5 < p.host_time < 0.63e-3 * 1.5
+
+
+def test_a_faster_clock_speeds_a_small_network_up_by_less_than_the_clock_ratio():
+    """yolov8n from 15 W (612 MHz) to MAXN_SUPER (1020 MHz) on an Orin Nano: part of each kernel's
+    fixed cost is microseconds, so the time scales by more than 612/1020 = 0.60."""
+    slow = sim.predict(SUPER, "yolov8n", "fp16", power_mode="15W", harness="trtexec")
+    fast = sim.predict(SUPER, "yolov8n", "fp16", power_mode="MAXN_SUPER", harness="trtexec")
+    assert fast.gpu_clock_mhz / slow.gpu_clock_mhz == pytest.approx(1020 / 612, rel=0.01)
+    assert fast.latency / slow.latency > 0.62
+
+
+@pytest.mark.parametrize("change", [dict(resolution=336), dict(precision="int8")])
+def test_the_default_harness_shows_a_change_to_a_small_network(change):
+    """mobilenet_v2 under the plugin's default loop (CUDA graph, device buffers) is not hidden by
+    host work: a bigger input reads slower, int8 faster."""
+    base = sim.predict("orin-nano", "mobilenet_v2")
+    other = sim.predict("orin-nano", "mobilenet_v2", **change)
+    assert base.harness == "plugin" and base.bound != "launch"
+    ratio = other.latency / base.latency
+    assert ratio > 1.3 if "resolution" in change else ratio < 0.85
+
+
+def _steps(model, sizes, device="orin-nano-8gb"):
+    t = [sim.predict(device, model, resolution=s).latency for s in sizes]
+    macs = [load(model, s, None).macs for s in sizes]
+    return [(t[i] / t[i - 1] - 1.0, macs[i] / macs[i - 1] - 1.0) for i in range(1, len(sizes))]
+
+
+def test_resnet50_input_size_steps_follow_the_macs():
+    """224 -> 256 -> 260 px at batch 1 on an Orin Nano: no plateau where MACs grow 31%, no cliff
+    where the feature maps' rounding adds 11%."""
+    for dt, dm in _steps("resnet50", (224, 256, 260)):
+        assert 0.25 * dm <= dt <= 2.0 * dm, (dt, dm)
+
+
+def test_crossing_a_power_of_two_input_side_is_no_cliff():
+    """At 256 px every feature map of a ResNet fills whole 128-row tiles and at 264 px every one
+    spills into another: averaged over where the tactics' tile and wave edges fall, the steps
+    around it follow the MACs within a factor two (one tactic's charge gave a plateau below 256
+    and +2.6x the MAC change above it)."""
+    for dt, dm in _steps("resnet50", (240, 248, 256, 264, 272)):
+        assert 0.25 * dm <= dt <= 2.0 * dm, (dt, dm)
+
+
+def test_xavier_int8_is_priced_on_voltas_own_efficiency():
+    """MLPerf ResNet-50 offline (GPU and both DLAs): AGX Orin is about 3.06x an AGX Xavier in int8;
+    on its own, Xavier's int8 is well under twice its fp16."""
+    run = dict(power_mode="fastest", harness="graphs", accelerator="gpu+dla", processes=3)
+    x = sim.predict("agx-xavier", "resnet50", "int8", 64, **run)
+    o = sim.predict("agx-orin-64gb", "resnet50", "int8", 64, **run)
+    assert 2.8 < o.throughput / x.throughput < 3.3
+    i8, f16 = (sim.predict("agx-xavier", "resnet50", p, power_mode="fastest").throughput for p in ("int8", "fp16"))
+    assert 1.2 < i8 / f16 < 2.2
+    assert constants.constants("ampere")["int8_arch"] == 1.0
+
+
+@pytest.mark.parametrize("device, gains", [("nano", True), ("agx-xavier", False), ("orin-nano-8gb", False)])
+def test_winograd_prices_3x3_convolutions_where_tensorrt_uses_it(device, gains):
+    """Winograd 3x3 tactics win on CUDA cores (the Nano's Maxwell); on tensor cores (Xavier's fp16,
+    Orin) the implicit GEMMs do, whatever the Winograd constant."""
+    hw = resolve(device, None)
+    c = plan.device_constants(hw, [])
+    e = plan.KernelTables(load("resnet18", None, None), hw, c).engine("fp16")
+    with_w = gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, 1, dict(c, wino_gain=1.5)).a.sum()
+    without = gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, 1, dict(c, wino_gain=1.0)).a.sum()
+    assert (with_w < 0.95 * without) if gains else with_w == pytest.approx(without)
+
+
+def test_the_nanos_fitted_winograd_gain_is_within_what_f2x2_3x3_allows():
+    gain = plan.device_constants(resolve("nano", None), [])["wino_gain"]
+    assert 1.0 < gain <= 2.25
