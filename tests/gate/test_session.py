@@ -553,8 +553,8 @@ def test_short(trt_engine, perf):
 '''
 
 
-def _latency_verdict(suite, *args):
-    r = run(suite, "--jetson-seed", "1", "--jetson-report-json", "r.json", *args)
+def _latency_verdict(suite, *args, seed=1):
+    r = run(suite, "--jetson-seed", str(seed), "--jetson-report-json", "r.json", *args)
     test = json.loads((suite.path / "r.json").read_text())["tests"][0]
     verdicts = {v["metric"]: v for v in test["verdicts"]}
     return r, test["measurements"][0], verdicts
@@ -562,25 +562,29 @@ def _latency_verdict(suite, *args):
 
 def _short_run(suite, monkeypatch, wanted, *args, extra=""):
     """The first slowdown from the tolerance (3%) up through the indifference zone below twice it
-    whose run at seed 1 of the simulated noise shows what ``wanted`` asks for. Found by measuring,
-    so that the tests hold whatever constants the simulator ships."""
+    whose run at a seed of the simulated noise (1, else 2, 3, 4) shows what ``wanted`` asks for.
+    Found by measuring, so that the tests hold whatever constants the simulator ships."""
     suite.makeconftest(SLOWER_CONFTEST)
     suite.makepyfile(test_short=SHORT.format(extra=extra))
     monkeypatch.setenv("SLOWER", "1")
     run(suite, "--jetson-update-baselines").assert_outcomes(passed=1)
     seen = []
-    for step in range(16):
-        slower = 1.03 + 0.002 * step
-        monkeypatch.setenv("SLOWER", repr(slower))
-        r, m, verdicts = _latency_verdict(suite, *args)
-        if wanted(m, verdicts["latency_mean"]):
-            return r, m, verdicts
-        seen.append((slower, verdicts["latency_mean"]["reason"], m["extra"].get("looks")))
+    for seed in (1, 2, 3, 4):
+        for step in range(16):
+            slower = 1.03 + 0.002 * step
+            monkeypatch.setenv("SLOWER", repr(slower))
+            r, m, verdicts = _latency_verdict(suite, *args, seed=seed)
+            if wanted(m, verdicts["latency_mean"]):
+                return r, m, verdicts
+            seen.append((seed, slower, verdicts["latency_mean"]["reason"], m["extra"].get("looks")))
     pytest.fail(f"no slowdown between 3% and 6% gave the run wanted: {seen!r}")
 
 
 def test_an_undecided_comparison_extends_its_measurement_until_it_decides(suite, monkeypatch):
-    r, m, verdicts = _short_run(suite, monkeypatch, lambda m, v: m["extra"].get("looks", 1) > 1)
+    # the first slowdown whose run looked more than once and then decided (one that runs out of
+    # budget still undecided is inconclusive, as a budget of one's test shows)
+    r, m, verdicts = _short_run(suite, monkeypatch, lambda m, v: m["extra"].get("looks", 1) > 1
+                                and v["reason"] in ("within_tolerance", "regression"))
     assert m["extra"]["requested_duration"] == pytest.approx(0.03)
     assert m["duration"] > 0.03 * 1.4
     assert verdicts["latency_mean"]["looks"] == m["extra"]["looks"]
