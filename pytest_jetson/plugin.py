@@ -184,13 +184,16 @@ def _check_names(config, settings):
 def _extra_fingerprint(config, device):
     """The plugins' fingerprint fields: a dict of JSON values named by strings, checked here
     since they are written into every baseline and report at the session's end."""
-    from .gate.checks import FINGERPRINT
-    from .gate.safe_read import JSONProblem, loads
-
     hook = "pytest_jetson_fingerprint"
     extra = {}
+    impls = config.hook.pytest_jetson_fingerprint.get_hookimpls()
+    if not impls:
+        return extra
+    from .gate.fields import FINGERPRINT
+    from .gate.safe_read import JSONProblem, loads
+
     builtin = set(FINGERPRINT) | set(device.fingerprint()) | {"backend_version", "cpu", "cores", "os"}
-    for impl in config.hook.pytest_jetson_fingerprint.get_hookimpls():
+    for impl in impls:
         who = _plugin_name(config, impl)
         fields = _call_hook(config, impl, hook, {"config": config, "device": device}) or {}
         if not isinstance(fields, dict):

@@ -38,27 +38,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..metrics import METRICS
 from .bounds import Bound
+from .fields import COMPARED_KEYS, ENVIRONMENT_KEYS, FINGERPRINT, WORKLOAD_KEYS  # noqa: F401
 from .scope import not_applicable, unmeasurable
 from .sequential import Step, decide_once
 from .stats import MetricStats, metric_stats
 from .verdict import Verdict, outcome_of
 
-#: The fingerprint fields a baseline is compared on, and what each belongs to: "environment"
-#: (must match) or "workload" (compared across, and the change said). The plugin's version is
-#: neither; fields plugins and the host add (``Context.compared_keys``) are environment.
-FINGERPRINT: Dict[str, str] = {
-    "device": "environment", "power_mode": "environment", "jetson_clocks": "environment",
-    "jetpack": "environment", "tensorrt": "environment", "simulated": "environment",
-    "backend": "environment", "fan_profile": "environment",
-    "model": "workload", "precision": "workload", "batch": "workload", "resolution": "workload",
-    "accelerator": "workload", "processes": "workload",
-    # the measured model file's content: a cached or user ONNX replaced under the same name
-    "model_sha256": "workload",
-}
-ENVIRONMENT_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "environment")
-WORKLOAD_KEYS: Tuple[str, ...] = tuple(k for k, part in FINGERPRINT.items() if part == "workload")
-#: Every field a baseline is compared on.
-COMPARED_KEYS: Tuple[str, ...] = ENVIRONMENT_KEYS + WORKLOAD_KEYS
 #: Fields a side may not record (a baseline written before the field was read, a board without
 #: nvfancontrol): unknown there, not a difference.
 UNKNOWN_WHEN_ABSENT = frozenset(WORKLOAD_KEYS) | {"fan_profile"}
