@@ -231,7 +231,10 @@ def test_b():
     assert "INTERNALERROR" not in r.stdout.str()
 
 
-def test_a_run_without_perf_tests_loads_neither_numpy_nor_the_gate(host):
+@pytest.mark.parametrize("fingerprint_hook", [False, True])
+def test_a_run_without_perf_tests_loads_neither_numpy_nor_the_gate(host, fingerprint_hook):
+    if fingerprint_hook:  # its fields are checked at start-up against the plugin's own, still without numpy
+        host.makeconftest("def pytest_jetson_fingerprint(config, device):\n    return {'firmware': '36.4'}\n")
     host.makepyfile(test_plain='''
 import sys
 
@@ -239,9 +242,10 @@ def test_plain():
     pass
 
 def test_late():
-    # by the last test, nothing of the gate nor numpy was imported
+    # by the last test, nothing of the gate's statistics nor numpy was imported
     assert "numpy" not in sys.modules
-    assert not [m for m in sys.modules if m.startswith("pytest_jetson.gate.") and m != "pytest_jetson.gate.keys"]
+    light = ("pytest_jetson.gate.keys", "pytest_jetson.gate.fields", "pytest_jetson.gate.safe_read")
+    assert not [m for m in sys.modules if m.startswith("pytest_jetson.gate.") and m not in light]
 ''')
     r = host.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark")
     r.assert_outcomes(passed=2)
