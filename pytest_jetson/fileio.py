@@ -80,13 +80,8 @@ def check_target(path: PathLike, root: Optional[PathLike] = None) -> Path:
         return path  # nothing there yet (or a parent missing: the write itself creates it)
     target = path
     if stat.S_ISLNK(st.st_mode):
-        real = os.path.realpath(str(path))
-        base = os.path.realpath(str(root) if root is not None else str(path.parent))
-        if not _inside(real, base):
-            raise UnsafeTarget(path, f"is a symbolic link to {real}, outside {base}; pytest-jetson "
-                                     f"follows links only inside the project: write to {real} by "
-                                     f"name, or give another path", errno.ELOOP)
-        target = Path(real)
+        target = _link_inside(path, root, "write to {real} by name, or give another path")
+        real = str(target)
         try:
             st = os.stat(real)
         except OSError:
@@ -99,6 +94,17 @@ def check_target(path: PathLike, root: Optional[PathLike] = None) -> Path:
         raise UnsafeTarget(path, f"is {what}, not a regular file; pytest-jetson writes only regular "
                                  f"files: give the path of a file", errno.EINVAL)
     return target
+
+
+def _link_inside(path: Path, root: Optional[PathLike], fix: str) -> Path:
+    """The target of the link ``path`` when it lies inside ``root`` (by default the directory
+    holding the link); else UnsafeTarget saying so, and ``fix`` (``{real}``: the target)."""
+    real = os.path.realpath(str(path))
+    base = os.path.realpath(str(root) if root is not None else str(path.parent))
+    if not _inside(real, base):
+        raise UnsafeTarget(path, f"is a symbolic link to {real}, outside {base}; pytest-jetson "
+                                 f"follows links only inside the project: {fix.format(real=real)}", errno.ELOOP)
+    return Path(real)
 
 
 def _through_a_file(path: Path, exc: OSError) -> None:
@@ -123,13 +129,7 @@ def check_directory(path: PathLike, root: Optional[PathLike] = None) -> Path:
         return path
     target = path
     if stat.S_ISLNK(st.st_mode):
-        real = os.path.realpath(str(path))
-        base = os.path.realpath(str(root) if root is not None else str(path.parent))
-        if not _inside(real, base):
-            raise UnsafeTarget(path, f"is a symbolic link to {real}, outside {base}; pytest-jetson "
-                                     f"follows links only inside the project: give {real} by name, or "
-                                     f"another directory", errno.ELOOP)
-        target = Path(real)
+        target = _link_inside(path, root, "give {real} by name, or another directory")
     if target.exists() and not target.is_dir():
         raise UnsafeTarget(path, "is not a directory; give a directory (created when absent)", errno.ENOTDIR)
     return target
