@@ -141,17 +141,26 @@ def batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
     Up to ``BATCHES`` contiguous batches; while the means of neighbouring batches still correlate
     (lag-1 autocorrelation above 2/sqrt(k)), batches are merged pairwise, so the batches grow past
     the correlation time of the series (a slow drift or a DVFS step spans several of them)."""
-    last, answer = _LAST_BATCH_MEANS
-    if last is not None and last() is x:
-        return answer
-    answer = _batch_means_se(np.asarray(x, dtype=float))
-    if isinstance(x, np.ndarray):
-        _LAST_BATCH_MEANS[:] = [weakref.ref(x), answer]
+    if not isinstance(x, np.ndarray):
+        return _batch_means_se(np.asarray(x, dtype=float))
+    return _of_last(_LAST_BATCH_MEANS, x, lambda: _batch_means_se(np.asarray(x, dtype=float)))
+
+
+def _of_last(slot: List[Any], x: np.ndarray, compute: Callable[[], Any]) -> Any:
+    """``compute()``, or what it gave for the array ``x`` last time while that array lives
+    (``slot``: [a weak reference to it, the answer]): a measurement's metrics read one latency
+    array one after another."""
+    last, answer = slot
+    if last is None or last() is not x:
+        answer = compute()
+        slot[:] = [weakref.ref(x), answer]
     return answer
 
 
-#: (a weak reference to the last array ``batch_means_se`` read, its answer)
+#: ``_of_last`` slots: batch means, the sorted array, mean/median/stdev
 _LAST_BATCH_MEANS: List[Any] = [None, None]
+_LAST_SORTED: List[Any] = [None, None]
+_LAST_DESCRIBED: List[Any] = [None, None]
 
 
 def _batch_means_se(x: np.ndarray) -> Tuple[float, float, float]:
@@ -199,15 +208,7 @@ def peak_se(x: np.ndarray, blocks: int = PEAK_BLOCKS) -> Tuple[float, float]:
 def _sorted(x: np.ndarray) -> np.ndarray:
     """``x`` sorted; the last answer is kept while ``x`` lives (four quantile metrics read one
     latency array)."""
-    last, answer = _LAST_SORTED
-    if last is None or last() is not x:
-        answer = np.sort(x)
-        _LAST_SORTED[:] = [weakref.ref(x), answer]
-    return answer
-
-
-#: (a weak reference to the last array ``_sorted`` sorted, that array sorted)
-_LAST_SORTED: List[Any] = [None, None]
+    return _of_last(_LAST_SORTED, x, lambda: np.sort(x))
 
 
 def _quantile(ordered: np.ndarray, q: float) -> float:
@@ -437,19 +438,12 @@ def _estimate(measurement: Any, row: Metric) -> Estimate:
 
 # -- one metric -------------------------------------------------------------------------------------
 def _describe(st: MetricStats, x: np.ndarray, keep_sample: bool) -> None:
-    last, answer = _LAST_DESCRIBED
-    if last is None or last() is not x:
-        answer = (float(x.mean()), float(np.median(x)), float(x.std(ddof=1)) if x.size > 1 else 0.0)
-        _LAST_DESCRIBED[:] = [weakref.ref(x), answer]
-    st.mean, st.median, st.stdev = answer
+    st.mean, st.median, st.stdev = _of_last(_LAST_DESCRIBED, x, lambda: (
+        float(x.mean()), float(np.median(x)), float(x.std(ddof=1)) if x.size > 1 else 0.0))
     if keep_sample:
         st.sample = compact(x)
     if keep_sample:
         st.sample = compact(x)
-
-
-#: (a weak reference to the last array ``_describe`` read, its mean, median and stdev)
-_LAST_DESCRIBED: List[Any] = [None, None]
 
 
 def metric_stats(measurement: Any, metric: str, confidence: float = 0.99,

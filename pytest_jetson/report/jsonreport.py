@@ -483,25 +483,11 @@ def result_of(t: Dict[str, Any], path: Any = "", check: bool = True) -> TestResu
     return result
 
 
-def _each(tests: List[Any], consume: bool) -> Iterator[Any]:
-    if not consume:
-        yield from tests
-        return
-    tests.reverse()
-    while tests:
-        yield tests.pop()
-
-
-def results(doc: Dict[str, Any], path: Union[str, Path] = "", consume: bool = False) -> List[TestResult]:
+def results(doc: Dict[str, Any], path: Union[str, Path] = "") -> List[TestResult]:
     """A report's tests as gate results (``Measurement`` and ``Verdict`` objects; a summarised
     measurement answers its metrics from what the report kept, ``_Summarised``); a test the
-    report holds in another shape is a BaselineError naming the file and the test. ``consume``:
-    each test's dict is let go once read (``doc`` keeps its header only), so a large report is
-    never held twice."""
-    tests = doc.get("tests", [])
-    if consume:
-        doc["tests"] = []
-    return list(_results(_each(tests, consume), path))
+    report holds in another shape is a BaselineError naming the file and the test."""
+    return list(_results(iter(doc.get("tests", [])), path))
 
 
 def _results(tests: Iterator[Any], path: Union[str, Path]) -> Iterator[TestResult]:
