@@ -56,6 +56,16 @@ def service(tmp_path, monkeypatch):
         svc.stop()
 
 
+def wait_samples(t, n, at_least, timeout=15.0):
+    """Sleep ``at_least`` seconds, then until sampler ``t`` holds ``n`` samples: the service
+    publishes on its own clock, which a loaded machine stretches."""
+    time.sleep(at_least)
+    end = time.monotonic() + timeout
+    while t.peek().samples < n and time.monotonic() < end:
+        time.sleep(0.05)
+    return t.peek().samples
+
+
 def first_reading(src, timeout=15.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -126,11 +136,11 @@ def test_a_stalled_service_leaves_a_gap_not_repeated_samples(service):
     svc = service("orin-nano-8gb-jp60")
     factory = TelemetryFactory(source="jtop", interval="20ms")
     with factory.sample() as t:
-        time.sleep(0.6)
+        before = wait_samples(t, 2, 0.6)
         svc.pause()
         time.sleep(1.0)
         svc.resume()
-        time.sleep(0.6)
+        wait_samples(t, before + 2, 0.6)
     s = t.summary
     assert s.source == "jtop" and s.samples >= 4
     assert any(b - a >= 0.8 for a, b in s.gaps), s.gaps
@@ -168,7 +178,7 @@ def test_one_client_serves_the_session(service, monkeypatch):
     factory = TelemetryFactory(source="jtop", interval="50ms")
     for _ in range(3):
         with factory.sample() as t:
-            time.sleep(0.4)
+            wait_samples(t, 1, 0.4)
         assert t.summary.samples >= 1 and t.summary.power_mean_w == pytest.approx(5.25, abs=0.05)
     assert len(made) == 1 and made[0].is_alive()
 
