@@ -113,7 +113,7 @@ def _campaign(n, variants):
                 suite.count("first")
         for suite in suites.values():
             suite.test(i)
-        if i in (k, n - 1):
+        if i in (min(k, n - 2), n - 1):
             # blocks alive at each end, each suite on its own: the others' are the same per step
             for suite in suites.values():
                 suite.blocks.append((i, sys.getallocatedblocks()))
@@ -128,7 +128,7 @@ def _figures(suite, off):
     k = max(1, n // 10)
     paired = costs / off.costs  # each against the telemetry-off test run just beside it
     slope = np.polyfit(np.arange(n), costs, 1)[0]
-    (i0, b0), (i1, b1) = suite.blocks
+    (i0, b0), (i1, b1) = suite.blocks[0], suite.blocks[-1]
     return {"first_tenth_ms": round(float(np.mean(costs[:k])) * 1e3, 3),
             "last_tenth_ms": round(float(np.mean(costs[-k:])) * 1e3, 3),
             "first_tenth_median_ms": round(float(np.median(costs[:k])) * 1e3, 3),
@@ -142,7 +142,7 @@ def _figures(suite, off):
             "bytecodes_last": suite.bytecodes["last"] // COUNTED,
             "work_growth_first_to_last": round(suite.bytecodes["last"] / suite.bytecodes["first"], 3),
             # all suites step together: the blocks the step left are the variants' together
-            "blocks_per_step": round((b1 - b0) / (i1 - i0), 2)}
+            "blocks_per_step": round((b1 - b0) / max(1, i1 - i0), 2)}
 
 
 def test_bench_per_measurement_cost_is_flat_along_the_suite(benchmark):
@@ -170,5 +170,5 @@ def test_bench_per_measurement_cost_is_flat_along_the_suite(benchmark):
         assert figures[name]["work_growth_first_to_last"] < 1.05, (name, figures[name])
     # the clocks' records of each test's stretch (a list and its two floats), a few more at most
     assert figures["telemetry on"]["blocks_per_step"] < 8 * len(runs), figures["telemetry on"]
-    if FORMER:  # the count sees a scan that grows with the suite
+    if FORMER and TESTS >= 50:  # the count sees a scan that grows with the suite (given some suite)
         assert figures["telemetry on, former clock"]["work_growth_first_to_last"] > 1.05, figures
