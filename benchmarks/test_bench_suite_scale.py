@@ -17,11 +17,11 @@ growth of the first one. Figures per variant:
 * work: Python bytecodes executed per measurement (a count, not a time: the same on a busy
   machine as on a quiet one) over ten more tests after the tenth and ten after the last (traced,
   so not timed);
-* state: memory blocks left allocated per measurement over the suite (``sys.getallocatedblocks``),
-  what a session keeps per test.
+* state: memory blocks left allocated per step (one test of every variant) from the first tenth
+  to the end (``sys.getallocatedblocks``), what the sessions keep per test.
 
-Goal: the work ratio last/first about 1 (the suite linear) and a few blocks per measurement (the
-clock's record of the test's stretch); the assertions are on those counts, never on times.
+Goal: the work ratio last/first about 1 (the suite linear) and a few blocks per test (each
+clock's record of the test's stretch: a list and its two floats); the assertions are on those counts, never on times.
 
 Run: python3 -m pytest benchmarks/test_bench_suite_scale.py --benchmark-only -s
 (``JETSON_BENCH_SUITE_TESTS=N``: N measurements of each variant, default 300; the closing note used
