@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import BaselineError, BoundError
 from ..gate.bounds import parse
-from ..gate.reports import decide, family_level, pending_of
+from ..gate.reports import count_of, decide, family_level, pending_of
 from ..gate.verdict import fails, rank, worst
 from ..metrics import METRICS
 from ..report import jsonreport, render
@@ -135,7 +135,7 @@ class _New:
     comparisons, which sets the level each is decided at; the second decides them): by key,
     whether the measurement ran a ``--model``, and its models."""
 
-    def __init__(self, args: argparse.Namespace, old: _Old, tol: float, count: bool) -> None:
+    def __init__(self, args: argparse.Namespace, old: _Old, count: bool) -> None:
         self.matching: Dict[str, bool] = {}
         self.models: Dict[str, List[str]] = {}
         self.comparisons = 0
@@ -147,15 +147,14 @@ class _New:
                 if wanted:
                     self.models[key] = models_of(m)
             if count:
-                self.comparisons += len(pending_of(result, old.measurements, old.fingerprints, tol,
-                                                   args.confidence, args.metrics, old.recorded))
+                self.comparisons += count_of(result, old.measurements, args.confidence, args.metrics)
 
 
-def _read(args: argparse.Namespace, tol: float) -> Tuple[_Old, _New]:
+def _read(args: argparse.Namespace) -> Tuple[_Old, _New]:
     """Both reports' indexes (the old one read whole first, then the new one's first pass)."""
     try:
         old = _Old(args)
-        return old, _New(args, old, tol, count=not _unknown_metrics(args))
+        return old, _New(args, old, count=not _unknown_metrics(args))
     except BaselineError as exc:
         raise _Usage(str(exc)) from None
 
@@ -242,7 +241,7 @@ def _compare(args: argparse.Namespace) -> Tuple[List[str], bool]:
     tol = _tolerance(args.tolerance)
     if not 0.5 <= args.confidence < 1:
         raise _Usage("--confidence must be between 0.5 and 1, e.g. 0.99")
-    old, new = _read(args, tol)
+    old, new = _read(args)
     _check_metrics(args)
     wanted = args.models or []
     if wanted:

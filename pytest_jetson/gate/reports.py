@@ -6,7 +6,7 @@ reads a JSON report): the relative bounds a test declares give their tolerances,
 has (``gate.bounds.stage_metrics``) among those compared, and on those the test bounds per stage.
 """
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..metrics import defaults, format_percent
 from ..run.measurement import Measurement
@@ -64,31 +64,56 @@ def _parts(old: Any, cur: Measurement, wanted: Sequence[str],
 Pending = Tuple[Bound, Measurement, BaselineRef, MetricStats, Optional[dict], str, str]
 
 
+def _comparable(result: TestResult, old_m: Mapping[str, Any], metrics: Optional[Sequence[str]]
+                ) -> Iterator[Tuple[str, Optional[str], Any, Measurement, List[str], Dict]]:
+    """(key, stage, old part, new part, metrics, tolerances) of each part of ``result`` the old
+    run has too."""
+    tolerances = _tolerances(result)
+    wanted = list(metrics) if metrics else sorted(set(defaults("compare")) | {n for s, n in tolerances if s is None})
+    for key, cur in result.keyed():
+        if key in old_m:
+            for stage, before, now, names in _parts(old_m[key], cur, wanted, tolerances):
+                yield key, stage, before, now, names, tolerances
+
+
 def pending_of(result: TestResult, old_m: Mapping[str, Any], old_fp: Mapping[str, Dict], tolerance: float,
                confidence: float, metrics: Optional[Sequence[str]] = None, recorded: str = "") -> List[Pending]:
     """The comparisons of ``result``'s measurements (and their stages) with ``old_m``'s of the same
     key (an old measurement, or what of it a comparison reads: its ``ref`` and ``stages``);
     ``old_fp``: each old key's fingerprint."""
-    default = set(defaults("compare"))
-    tolerances = _tolerances(result)
-    wanted = list(metrics) if metrics else sorted(default | {n for s, n in tolerances if s is None})
     pending: List[Pending] = []
-    for key, cur in result.keyed():
-        if key not in old_m:
-            continue
-        for stage, before, now, names in _parts(old_m[key], cur, wanted, tolerances):
-            base_stats = _stats(before, names, confidence)
-            ref = BaselineRef(metrics=base_stats, fingerprint=old_fp.get(key, {}), recorded=recorded,
-                              file="OLD", key=key)
-            for name, st in _stats(now, names, confidence).items():
-                if name not in base_stats:
-                    continue
-                tol = tolerances.get((stage, name))
-                tol = tolerance if tol is None else float(tol)
-                bound = Bound(metric=name, text=format_percent(tol), kind="relative", tolerance=tol,
-                              unit="%", stage=stage)
-                pending.append((bound, now, ref, st, result.fingerprint or None, result.nodeid, key))
+    for key, stage, before, now, names, tolerances in _comparable(result, old_m, metrics):
+        base_stats = _stats(before, names, confidence)
+        ref = BaselineRef(metrics=base_stats, fingerprint=old_fp.get(key, {}), recorded=recorded,
+                          file="OLD", key=key)
+        for name, st in _stats(now, names, confidence).items():
+            if name not in base_stats:
+                continue
+            tol = tolerances.get((stage, name))
+            tol = tolerance if tol is None else float(tol)
+            bound = Bound(metric=name, text=format_percent(tol), kind="relative", tolerance=tol,
+                          unit="%", stage=stage)
+            pending.append((bound, now, ref, st, result.fingerprint or None, result.nodeid, key))
     return pending
+
+
+def count_of(result: TestResult, old_m: Mapping[str, Any], confidence: float,
+             metrics: Optional[Sequence[str]] = None) -> int:
+    """How many comparisons ``pending_of`` gives, without their statistics where a part names the
+    metrics it kept (``kept_metrics``: a summarised report's measurement)."""
+    n = 0
+    for _, _, before, now, names, _ in _comparable(result, old_m, metrics):
+        base = _present(before, names, confidence)
+        n += sum(1 for name in _present(now, names, confidence) if name in base)
+    return n
+
+
+def _present(m: Any, names: Sequence[str], confidence: float) -> List[str]:
+    """The ``names`` ``_stats`` gives statistics of."""
+    kept = getattr(m, "kept_metrics", None)  # the names its ``ref`` holds
+    if kept is not None:
+        return [n for n in names if n in kept]
+    return list(_stats(m, names, confidence))
 
 
 def family_level(comparisons: int, confidence: float) -> float:

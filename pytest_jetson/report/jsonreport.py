@@ -438,6 +438,15 @@ class Figures:
     def ref(self) -> Any:
         return entry_ref(json.loads(self.ref_text))
 
+    @property
+    def kept_metrics(self) -> Any:
+        return _kept_metrics(self.ref_text)
+
+
+def _kept_metrics(ref_text: str) -> Any:
+    """The metrics ``ref`` gives statistics of, without computing them."""
+    return set(json.loads(ref_text).get("metrics") or {})
+
 
 def figures_of(m: Any) -> Any:
     """``m``'s ``Figures`` where the report summarised it and its stages; else ``m`` itself (a
@@ -467,6 +476,10 @@ class _Summarised:
     @property
     def ref(self) -> Any:
         return entry_ref(json.loads(self.ref_text))
+
+    @property
+    def kept_metrics(self) -> Any:
+        return _kept_metrics(self.ref_text)
 
     @property
     def iterations(self) -> int:
