@@ -4,10 +4,14 @@ One real session (``perf.measure(trt_engine("resnet18"), duration="0.2s")`` on t
 Nano, 4 tests) writes a report; its tests are repeated under new node ids, each with its figures
 scaled a little, into reports of ``TESTS`` tests, ``RUNS`` of them a day apart. Each command runs
 in its own process under a wrapper that prints its peak RSS. ``history`` reads the reports one at a
-time and keeps each run's followed points only; ``compare`` holds both reports' results.
+time and keeps each run's followed points only; ``compare`` reads the old report once into an
+index by key (each measurement's kept figures) and walks the new one twice from one reading (the
+comparisons counted, then decided), so neither report's tests are held.
 
 Run: ``JETSON_BENCH_HISTORY_RUNS=50 JETSON_BENCH_HISTORY_TESTS=1000 pytest
 benchmarks/test_bench_report_readers.py -s``; the default (5 reports of 200 tests) is the smoke size.
+``compare`` compares the first report with the last: ``JETSON_BENCH_HISTORY_RUNS=2`` for two
+reports of ``TESTS`` tests each.
 """
 
 import copy

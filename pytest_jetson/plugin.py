@@ -1004,6 +1004,7 @@ class PerfSession:
             self.lines += render.baseline_summary(summary)
             self._fail_on_lost_baselines(session, summary)
         self.counts.add_verdicts(self.results)
+        lost = 0
         target = {"id": self.ctx.baseline_id, "title": self.ctx.describe(), "backend": self.ctx.backend}
         provenance = None
         if s.report_json or s.report_md or s.plots or s.history:
@@ -1017,15 +1018,17 @@ class PerfSession:
                                             target=target, provenance=provenance, root=str(self.project()))
             self.lines += [f"pytest-jetson: wrote {p}" for p in written]
             self.errors += [f"pytest-jetson: {e}" for e in errors]
-        if s.history:
-            self._append_history(target, provenance)
+            lost += len(errors)
+        if s.history and not self._append_history(target, provenance):
+            lost += 1
+        self._fail_on_lost_reports(session, lost)
         if self.config.pluginmanager.get_plugin("terminalreporter") is None:
             for line in self.errors:
                 sys.stderr.write(line + "\n")
 
     def _append_history(self, target, provenance):
         """This run into the ``--jetson-history`` store; a store that cannot take it is an error
-        line (the reports are written already)."""
+        line (the reports are written already) and False."""
         from .report import history_store
 
         path = self.ctx.settings.history
@@ -1034,8 +1037,21 @@ class PerfSession:
                                                summary=self.counts.to_dict(), root=self.project())
         except JetsonError as exc:
             self.errors.append(f"pytest-jetson: --jetson-history: {exc}")
-            return
+            return False
         self.lines.append(f"pytest-jetson: appended run {run} to the history store {path}")
+        return True
+
+    def _fail_on_lost_reports(self, session, n):
+        """Reports asked for but not written (a full disk, a directory gone or read-only) fail the
+        session as lost baselines do: a CI step that publishes or compares them must stop here,
+        not go on with a stale file or none. A worse status already set is kept."""
+        if not n:
+            return
+        self.errors.append(f"pytest-jetson: {n} report file{'s' if n != 1 else ''} could not be written (above); "
+                           f"this session fails so that a missing report is not taken as written: free "
+                           f"space or choose a writable path, and run again")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         if self.worker:

@@ -6,7 +6,7 @@ reads a JSON report): the relative bounds a test declares give their tolerances,
 has (``gate.bounds.stage_metrics``) among those compared, and on those the test bounds per stage.
 """
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..metrics import defaults, format_percent
 from ..run.measurement import Measurement
@@ -28,7 +28,7 @@ def _tolerances(result: TestResult) -> Dict[Tuple[Optional[str], str], Optional[
             if b.get("kind") == "relative"}
 
 
-def _stats(m: Measurement, names: Sequence[str], confidence: float) -> Dict[str, MetricStats]:
+def _stats(m: Any, names: Sequence[str], confidence: float) -> Dict[str, MetricStats]:
     """Each metric's statistics: computed from the samples, or those a summarised report kept
     (``report.jsonreport``: a measurement's ``ref``)."""
     kept = getattr(getattr(m, "ref", None), "metrics", None)
@@ -45,7 +45,7 @@ def _stats(m: Measurement, names: Sequence[str], confidence: float) -> Dict[str,
 Part = Tuple[Optional[str], Measurement, Measurement, List[str]]
 
 
-def _parts(old: Measurement, cur: Measurement, wanted: Sequence[str],
+def _parts(old: Any, cur: Measurement, wanted: Sequence[str],
            tolerances: Dict[Tuple[Optional[str], str], Optional[float]]) -> List[Part]:
     """(stage, old part, new part, metrics) to compare: the whole, then each stage both have, with
     the wanted metrics a stage has and those the test bounds on it."""
@@ -59,6 +59,79 @@ def _parts(old: Measurement, cur: Measurement, wanted: Sequence[str],
     return out
 
 
+#: one comparison to decide: (bound, new part, old part's reference, new part's statistics, the new
+#: test's fingerprint, its node id, the measurement's key)
+Pending = Tuple[Bound, Measurement, BaselineRef, MetricStats, Optional[dict], str, str]
+
+
+def _comparable(result: TestResult, old_m: Mapping[str, Any], metrics: Optional[Sequence[str]]
+                ) -> Iterator[Tuple[str, Optional[str], Any, Measurement, List[str], Dict]]:
+    """(key, stage, old part, new part, metrics, tolerances) of each part of ``result`` the old
+    run has too."""
+    tolerances = _tolerances(result)
+    wanted = list(metrics) if metrics else sorted(set(defaults("compare")) | {n for s, n in tolerances if s is None})
+    for key, cur in result.keyed():
+        if key in old_m:
+            for stage, before, now, names in _parts(old_m[key], cur, wanted, tolerances):
+                yield key, stage, before, now, names, tolerances
+
+
+def pending_of(result: TestResult, old_m: Mapping[str, Any], old_fp: Mapping[str, Dict], tolerance: float,
+               confidence: float, metrics: Optional[Sequence[str]] = None, recorded: str = "") -> List[Pending]:
+    """The comparisons of ``result``'s measurements (and their stages) with ``old_m``'s of the same
+    key (an old measurement, or what of it a comparison reads: its ``ref`` and ``stages``);
+    ``old_fp``: each old key's fingerprint."""
+    pending: List[Pending] = []
+    for key, stage, before, now, names, tolerances in _comparable(result, old_m, metrics):
+        base_stats = _stats(before, names, confidence)
+        ref = BaselineRef(metrics=base_stats, fingerprint=old_fp.get(key, {}), recorded=recorded,
+                          file="OLD", key=key)
+        for name, st in _stats(now, names, confidence).items():
+            if name not in base_stats:
+                continue
+            tol = tolerances.get((stage, name))
+            tol = tolerance if tol is None else float(tol)
+            bound = Bound(metric=name, text=format_percent(tol), kind="relative", tolerance=tol,
+                          unit="%", stage=stage)
+            pending.append((bound, now, ref, st, result.fingerprint or None, result.nodeid, key))
+    return pending
+
+
+def count_of(result: TestResult, old_m: Mapping[str, Any], confidence: float,
+             metrics: Optional[Sequence[str]] = None) -> int:
+    """How many comparisons ``pending_of`` gives, without their statistics where a part names the
+    metrics it kept (``kept_metrics``: a summarised report's measurement)."""
+    n = 0
+    for _, _, before, now, names, _ in _comparable(result, old_m, metrics):
+        base = _present(before, names, confidence)
+        n += sum(1 for name in _present(now, names, confidence) if name in base)
+    return n
+
+
+def _present(m: Any, names: Sequence[str], confidence: float) -> List[str]:
+    """The ``names`` ``_stats`` gives statistics of."""
+    kept = getattr(m, "kept_metrics", None)  # the names its ``ref`` holds
+    if kept is not None:
+        return [n for n in names if n in kept]
+    return list(_stats(m, names, confidence))
+
+
+def family_level(comparisons: int, confidence: float) -> float:
+    """The level each of ``comparisons`` is decided at: one family, so that the chance that two
+    runs of unchanged code differ anywhere is 1 - confidence."""
+    return confidence_for(comparisons, family_alpha=1.0 - confidence, inconclusive_fails=False)
+
+
+def decide(p: Pending, level: float, allow_env_mismatch: bool = False) -> Verdict:
+    bound, cur, ref, st, fp, nodeid, key = p
+    v = check_relative(bound, cur, ref, confidence=level, fingerprint=fp,
+                       allow_env_mismatch=allow_env_mismatch, stats=st)
+    v.test = nodeid
+    v.measurement = key
+    v.stage = bound.stage
+    return v
+
+
 def compare_reports(old: Sequence[TestResult], new: Sequence[TestResult], tolerance: float = 0.05,
                     confidence: float = 0.99, metrics: Optional[Sequence[str]] = None,
                     allow_env_mismatch: bool = False, recorded: str = "") -> List[Verdict]:
@@ -66,34 +139,7 @@ def compare_reports(old: Sequence[TestResult], new: Sequence[TestResult], tolera
     when ``old`` ran)."""
     old_m = measurements_by_key(old)
     old_fp = {key: r.fingerprint for r in old for key in r.keys}
-    default = set(defaults("compare"))
-    pending: List[Tuple[Bound, Measurement, BaselineRef, object, Optional[dict], str, str]] = []
-    for result in new:
-        tolerances = _tolerances(result)
-        wanted = list(metrics) if metrics else sorted(default | {n for s, n in tolerances if s is None})
-        for key, cur in result.keyed():
-            if key not in old_m:
-                continue
-            for stage, before, now, names in _parts(old_m[key], cur, wanted, tolerances):
-                base_stats = _stats(before, names, confidence)
-                ref = BaselineRef(metrics=base_stats, fingerprint=old_fp.get(key, {}), recorded=recorded,
-                                  file="OLD", key=key)
-                for name, st in _stats(now, names, confidence).items():
-                    if name not in base_stats:
-                        continue
-                    tol = tolerances.get((stage, name))
-                    tol = tolerance if tol is None else float(tol)
-                    bound = Bound(metric=name, text=format_percent(tol), kind="relative", tolerance=tol,
-                                  unit="%", stage=stage)
-                    pending.append((bound, now, ref, st, result.fingerprint or None, result.nodeid, key))
-    # one family: the chance that two runs of unchanged code differ anywhere is 1 - confidence
-    level = confidence_for(len(pending), family_alpha=1.0 - confidence, inconclusive_fails=False)
-    verdicts: List[Verdict] = []
-    for bound, cur, ref, st, fp, nodeid, key in pending:
-        v = check_relative(bound, cur, ref, confidence=level, fingerprint=fp,
-                           allow_env_mismatch=allow_env_mismatch, stats=st)
-        v.test = nodeid
-        v.measurement = key
-        v.stage = bound.stage
-        verdicts.append(v)
-    return verdicts
+    pending = [p for result in new
+               for p in pending_of(result, old_m, old_fp, tolerance, confidence, metrics, recorded)]
+    level = family_level(len(pending), confidence)
+    return [decide(p, level, allow_env_mismatch) for p in pending]

@@ -82,7 +82,7 @@ import math
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .. import __version__, fileio
 from ..errors import BaselineError
@@ -378,26 +378,87 @@ def stream(path: Union[str, Path]) -> Tuple[Dict[str, Any], Iterator[TestResult]
     """A report's header and its tests as gate results, read one at a time (``result_of``);
     every error ``load`` and ``results`` give, raised where it is met. A report whose "tests" come
     before its "kind" (not as pytest-jetson writes them) is read whole."""
+    head, tests = passes(path)
+    return head, tests()
+
+
+def passes(path: Union[str, Path]) -> Tuple[Dict[str, Any], Callable[[], Iterator[TestResult]]]:
+    """As ``stream``, for a reader that goes through the tests more than once: the file is read
+    once (its text, never its tests, held between passes, so nothing can change under a second
+    pass) and each call of the function returned walks its tests afresh."""
     path = Path(path)
     text, fix = _text(path)
+    walk = _walk(text, path, fix)
+    if walk is None:
+        try:
+            doc = loads(text)
+        except (RecursionError, JSONProblem) as exc:
+            raise _unreadable(path, fix, exc) from None
+        _check_head(path, doc)
+        listed = doc.pop("tests")
+        return doc, lambda: _results(iter(listed), path)
+    head = walk.head
+    first: List[Optional[_Walk]] = [walk]
+
+    def each() -> Iterator[Any]:
+        current = first.pop() if first else _walk(text, path, fix)
+        try:
+            yield from current.tests()  # type: ignore[union-attr]
+        except (RecursionError, JSONProblem) as exc:
+            raise _unreadable(path, fix, exc) from None
+
+    return head, lambda: _results(each(), path)
+
+
+def _walk(text: str, path: Path, fix: str) -> Optional[_Walk]:
+    """A walk through the text standing at its first test, its header read and checked (None: the
+    report must be read whole, its tests before its kind)."""
     walk = _Walk(text)
     try:
         walk.members(first=True)
     except (RecursionError, JSONProblem) as exc:
         raise _unreadable(path, fix, exc) from None
     if not walk.at_tests or "kind" not in walk.head or "schema" not in walk.head:
-        doc = load(path)
-        tests = doc.pop("tests")
-        return doc, _results(iter(tests), path)
+        return None
     _check_head(path, dict(walk.head, tests=[]))
+    return walk
 
-    def each() -> Iterator[Any]:
-        try:
-            yield from walk.tests()
-        except (RecursionError, JSONProblem) as exc:
-            raise _unreadable(path, fix, exc) from None
 
-    return walk.head, _results(each(), path)
+class Figures:
+    """What a comparison reads of a summarised measurement (``_Summarised``) once its test is
+    gone: its kept statistics (``ref``) and its stages', a few hundred bytes of text each."""
+
+    __slots__ = ("ref_text", "stages")
+
+    def __init__(self, ref_text: str, stages: Dict[str, "Figures"]) -> None:
+        self.ref_text = ref_text
+        self.stages = stages
+
+    @property
+    def ref(self) -> Any:
+        return entry_ref(json.loads(self.ref_text))
+
+    @property
+    def kept_metrics(self) -> Any:
+        return _kept_metrics(self.ref_text)
+
+
+def _kept_metrics(ref_text: str) -> Any:
+    """The metrics ``ref`` gives statistics of, without computing them."""
+    return set(json.loads(ref_text).get("metrics") or {})
+
+
+def figures_of(m: Any) -> Any:
+    """``m``'s ``Figures`` where the report summarised it and its stages; else ``m`` itself (a
+    report with every sample: its statistics come from them)."""
+    if not isinstance(m, _Summarised):
+        return m
+    stages = {}
+    for name, stage in (getattr(m, "stages", None) or {}).items():
+        if not isinstance(stage, _Summarised):
+            return m
+        stages[name] = figures_of(stage)
+    return Figures(m.ref_text, stages)
 
 
 class _Summarised:
@@ -415,6 +476,10 @@ class _Summarised:
     @property
     def ref(self) -> Any:
         return entry_ref(json.loads(self.ref_text))
+
+    @property
+    def kept_metrics(self) -> Any:
+        return _kept_metrics(self.ref_text)
 
     @property
     def iterations(self) -> int:

@@ -161,7 +161,9 @@ def test_a_locked_store_is_a_clear_error_after_the_busy_timeout(suite, monkeypat
         holder.execute("ROLLBACK")
         holder.close()
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*--jetson-history: history store *perf.sqlite is locked by another process*"])
+    result.stdout.fnmatch_lines(["*--jetson-history: history store *perf.sqlite is locked by another process*",
+                                 "*1 report file could not be written (above); this session fails*"])
+    assert result.ret == 1  # the run is not in the store: a job that trends it must not go on
     assert (suite.path / "r.json").is_file()
     assert history_store.count(store) == 1  # nothing half-written
     run_suite(suite, monkeypatch, 1).assert_outcomes(passed=1)  # free again: appended
