@@ -21,12 +21,13 @@ QUICK = dict(backend="onnxruntime", duration="0.3s", warmup="0.05s")
 
 
 def _kids():
-    """Our child processes, without multiprocessing's resource tracker (it lives as long as the
-    interpreter and holds no worker)."""
+    """Our child processes, without multiprocessing's resource tracker and the pools' reaper (each
+    lives as long as this interpreter, one of each, and holds no worker)."""
     out = set()
     for p in psutil.Process().children(recursive=True):
         try:
-            if "resource_tracker" in " ".join(p.cmdline()):
+            cmdline = " ".join(p.cmdline())
+            if "resource_tracker" in cmdline or ("pool_reaper.py" in cmdline and p.ppid() == os.getpid()):
                 continue
         except psutil.Error:
             continue
