@@ -188,7 +188,8 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
         end = time.time() + 30
         workers = []
         while time.time() < end:
-            workers = [c for c in proc.children() if "resource_tracker" not in " ".join(c.cmdline())]
+            workers = [c for c in proc.children()
+                       if not any(k in " ".join(c.cmdline()) for k in ("resource_tracker", "pool_reaper.py"))]
             if len(workers) >= 2:
                 break
             time.sleep(0.1)
