@@ -24,16 +24,23 @@ def _own_tracker(p: psutil.Process) -> bool:
     return p.ppid() == os.getpid() and "resource_tracker" in " ".join(p.cmdline())
 
 
+def _own_reaper(p: psutil.Process) -> bool:
+    """The pools' reaper of the *calling* process: one per process, started with its first pool,
+    it lives as long as its parent and holds no worker once a pool is over."""
+    return p.ppid() == os.getpid() and "pool_reaper.py" in " ".join(p.cmdline())
+
+
 def marked(token: str, exclude: Optional[set] = None) -> List[psutil.Process]:
-    """Live processes carrying ``token`` (zombies, already dead, do not count), but for the caller
-    and its own resource tracker."""
+    """Live processes carrying ``token`` (zombies, already dead, do not count), but for the caller,
+    its own resource tracker and its own reaper."""
     exclude = set(exclude or ()) | {os.getpid()}
     out = []
     for p in psutil.process_iter(["pid"]):
         if p.pid in exclude:
             continue
         try:
-            if p.environ().get(MARKER) == token and p.status() != psutil.STATUS_ZOMBIE and not _own_tracker(p):
+            if p.environ().get(MARKER) == token and p.status() != psutil.STATUS_ZOMBIE and not _own_tracker(p) \
+                    and not _own_reaper(p):
                 out.append(p)
         except (psutil.Error, OSError):
             continue

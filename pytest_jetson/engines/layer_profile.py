@@ -13,7 +13,6 @@ counts (layers per precision, and per tensor format where the backend says it), 
 layers with their times, small enough to review in a diff.
 """
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -119,11 +118,15 @@ def _sig(x: float, digits: int = 4) -> float:
 def digest(layers: Sequence[LayerTime]) -> str:
     """sha256 (first 16 hex digits) of the canonical layer list: name, type and precision of every
     layer in order. Times and tactics stay out: a rebuild that only picks other kernels keeps it."""
+    import hashlib  # here: a pool worker imports this module for its profile and never hashes
+
     canon = json.dumps([[x.name, x.type, x.precision] for x in layers], separators=(",", ":"))
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
 
 
 def name_hash(name: str) -> str:
+    import hashlib
+
     return hashlib.sha256(name.encode("utf-8")).hexdigest()[:NAME_HASH]
 
 

@@ -9,13 +9,19 @@ KeyboardInterrupt too.
 
 Each worker leads its own process group and is bound to the parent's death by the kernel
 (``pool_reaper``); stopping the pool ends each worker's whole group, so a process a worker started
-goes with it. A reaper process started first, in a session of its own, ends the groups if the
-parent itself is killed, alone or with its whole process group. Every worker is spawned with the
-pool's mark in its environment, so helpers it detaches from its group are found and ended too.
+goes with it. A reaper process, in a session of its own, ends the groups if the parent itself is
+killed, alone or with its whole process group: one per parent, started with its first pool and
+told of every later one. Every worker is spawned with the pool's mark in its environment, so
+helpers it detaches from its group are found and ended too.
+
+The pool's two barriers (every engine open; every warm-up done) are the parent's: a worker says
+it got there on its pipe and waits for the parent's ``go``, which the parent sends each worker once
+all have said so; the second ``go`` carries the time the window starts (a moment ahead, so the
+workers' wake-ups, one after the other, all land before it).
 """
 
+import atexit
 import contextlib
-import functools
 import multiprocessing
 import os
 import shutil
@@ -23,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 import uuid
@@ -40,6 +47,9 @@ MIN_GRACE_S = 5.0
 TERMINATE_WAIT_S = 2.0
 #: Characters of a worker's output quoted in an error.
 TAIL_CHARS = 2000
+#: How far ahead of the second ``go`` the window starts: time for N wake-ups.
+START_MARGIN_S = 0.002
+START_MARGIN_PER_WORKER_S = 0.001
 
 
 @dataclass
@@ -51,6 +61,7 @@ class WorkerState:
     t_spawn: float = 0.0
     alive: Optional[Dict[str, Any]] = None
     loaded: Optional[Dict[str, Any]] = None
+    ready: Optional[Dict[str, Any]] = None
     started: Optional[Dict[str, Any]] = None
     result: Optional[Dict[str, Any]] = None
     error: Optional[Dict[str, Any]] = None
@@ -89,6 +100,97 @@ def describe_exit(exitcode: Optional[int], stopped_by_pool: Optional[str] = None
     return f"exit code {exitcode}"
 
 
+class Reaper:
+    """This process's reaper (``pool_reaper``): ``python -I -S pool_reaper.py`` in a session of its
+    own (a signal to this process's whole group does not reach it), reading the read end of a pipe
+    whose only write end this process keeps (its death closes the pipe). Started with the first
+    pool and shared by every later one: a pool costs it a line at its start, one per worker and
+    one at its end."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [spawn.get_executable(), "-I", "-S", pool_reaper.__file__, str(read)],
+                pass_fds=(read,), start_new_session=True, stdin=subprocess.DEVNULL)
+        except OSError:
+            os.close(write)
+            raise
+        finally:
+            os.close(read)
+        self.fd: Optional[int] = write
+        self.pid = os.getpid()
+
+    def alive(self) -> bool:
+        return self.fd is not None and self.pid == os.getpid() and self.process.poll() is None
+
+    def tell(self, *words: str) -> bool:
+        """One message (a line under the pipe's atomic size: pools in threads do not mix theirs)."""
+        if self.fd is None:
+            return False
+        try:
+            os.write(self.fd, (" ".join(words) + "\n").encode())
+            return True
+        except OSError:  # it died: the next pool starts another
+            return False
+
+    def close(self, wait: float = 0.0) -> None:
+        """Close this process's end (the reaper then exits, having no pool to end), and reap it."""
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if wait and self.pid == os.getpid():
+            try:
+                self.process.wait(wait)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+_reaper: Optional[Reaper] = None
+_reaper_lock = threading.Lock()
+#: reapers a forked child inherited: kept, so that it never waits for (or warns of) its parent's
+_not_ours: List[Reaper] = []
+
+
+def session_reaper() -> Optional[Reaper]:
+    """This process's reaper, started now if it has none (or its reaper died); None where process
+    groups and death signals are not POSIX's."""
+    global _reaper
+    if os.name != "posix":
+        return None
+    with _reaper_lock:
+        if _reaper is not None and _reaper.alive():
+            return _reaper
+        if _reaper is not None:
+            _reaper.close()
+        _reaper = Reaper()
+        return _reaper
+
+
+def _close_reaper() -> None:
+    if _reaper is not None:
+        _reaper.close(wait=TERMINATE_WAIT_S)
+
+
+def _forget_reaper() -> None:
+    """In a forked child: the reaper is the parent's; its end of the pipe goes (else the reaper
+    would wait for this child too before it saw the parent die)."""
+    global _reaper, _reaper_lock
+    _reaper_lock = threading.Lock()
+    if _reaper is not None:
+        _not_ours.append(_reaper)
+        _reaper.close()
+        _reaper = None
+
+
+atexit.register(_close_reaper)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_reaper)
+
+
 class ProcessPool:
     """Runs one pool of ``WorkerSpec``s to completion; ``run()`` returns the per-worker results
     (dicts from ``worker.main``) in worker order, or raises ``WorkerError``."""
@@ -107,8 +209,8 @@ class ProcessPool:
         self.on_window_end = on_window_end
         self.workers: List[WorkerState] = []
         self._tmpdir: Optional[str] = None
-        self._reaper: Any = None
-        self._reaper_conn: Any = None
+        self._reaper: Optional[Reaper] = None
+        self._window_set = False
         #: marks every process the workers start (``pool_reaper.POOL_ENV``), found and ended at the end
         self.token = f"{os.getpid()}-{uuid.uuid4().hex}"
 
@@ -116,12 +218,9 @@ class ProcessPool:
     def run(self) -> List[WorkerState]:
         ctx = multiprocessing.get_context("spawn")
         self._tmpdir = tempfile.mkdtemp(prefix="pytest-jetson-pool-")
-        n = len(self.specs)
-        self.loaded_barrier = ctx.Barrier(n)
-        self.start_at = ctx.RawValue("d", 0.0)
-        self.start_barrier = ctx.Barrier(n, action=functools.partial(worker_set_start_time, n))
+        self._reaper = session_reaper()
         try:
-            self._start_reaper(ctx)
+            self._tell_reaper("pool", self.token)
             self._start(ctx)
             self._supervise()
             return self.workers
@@ -129,55 +228,21 @@ class ProcessPool:
             try:
                 self._stop_all()
             finally:
-                self._stop_reaper()
+                self._tell_reaper("end", self.token)
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
 
-    def _start_reaper(self, ctx: Any) -> None:
-        """The reaper: ``pool_reaper.py`` run as a script in a session of its own (a signal to
-        this process's whole group does not reach it), reading the read end of a pipe whose only
-        write end this process keeps (its death closes the pipe)."""
-        if os.name != "posix":
-            return  # process groups and death signals are POSIX's
-        read, write = os.pipe()
-        try:
-            self._reaper = subprocess.Popen(
-                [spawn.get_executable(), "-I", "-S", pool_reaper.__file__, str(read), self.token],
-                pass_fds=(read,), start_new_session=True, stdin=subprocess.DEVNULL)
-        except OSError:
-            os.close(write)
-            raise
-        finally:
-            os.close(read)
-        self._reaper_conn = os.fdopen(write, "w", buffering=1)
-
-    def _name_to_reaper(self, pid: int) -> None:
-        if self._reaper_conn is not None:
-            try:
-                self._reaper_conn.write(f"worker {int(pid)}\n")
-            except (OSError, ValueError):
-                pass
-
-    def _stop_reaper(self) -> None:
-        conn, self._reaper_conn = self._reaper_conn, None
-        if conn is not None:
-            try:
-                conn.write("stop\n")
-            except (OSError, ValueError):
-                pass
-            try:
-                conn.close()
-            except OSError:
-                pass
+    def _tell_reaper(self, *words: str) -> None:
         if self._reaper is not None:
-            try:
-                self._reaper.wait(TERMINATE_WAIT_S)
-            except subprocess.TimeoutExpired:
-                self._reaper.kill()
-                self._reaper.wait(TERMINATE_WAIT_S)
-        self._reaper = None
+            self._reaper.tell(*words)
 
     def _start(self, ctx: Any) -> None:
         n = len(self.specs)
+        if os.name == "posix":
+            # spawn starts multiprocessing's resource tracker with the first process if it is not
+            # running: here, unmarked, or it would carry this pool's mark and be swept at the end
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()
         for spec in self.specs:
             state = WorkerState(spec=spec, log_path=os.path.join(self._tmpdir, f"worker-{spec.index}.log"))
             run = {
@@ -185,22 +250,21 @@ class ProcessPool:
                 "warmup": self.warmup, "processes": n, "deadline_s": self.deadline,
                 "seed": worker_seed(self.seed, spec.index), "parent_pid": os.getpid(),
             }
-            receiver, sender = ctx.Pipe(duplex=False)
+            # both ways: the worker reports on it, and waits on it for the parent's go
+            conn, child_conn = ctx.Pipe(duplex=True)
             process = ctx.Process(
                 target=worker.main, name=f"pytest-jetson-pool-{spec.index}",
-                args=(spec, run, sender, self.loaded_barrier, self.start_barrier, state.log_path,
-                      self.start_at),
-                daemon=True,
+                args=(spec, run, child_conn, state.log_path), daemon=True,
             )
-            state.process, state.conn = process, receiver
+            state.process, state.conn = process, conn
             self.workers.append(state)
             state.t_spawn = time.perf_counter()
             with _lean_main(), _marked(self.token):
                 process.start()
             state.extra["pid"] = process.pid
-            self._name_to_reaper(process.pid)
+            self._tell_reaper("worker", self.token, str(process.pid))
             # the child holds its own copy; closing ours lets recv() see EOF when it dies
-            sender.close()
+            child_conn.close()
 
     def _supervise(self) -> None:
         t_begin = time.perf_counter()
@@ -221,6 +285,11 @@ class ProcessPool:
             if window_deadline is None and all(w.loaded is not None for w in self.workers):
                 # everyone is past the slow part (engine build/load): from here the run is bounded
                 window_deadline = time.perf_counter() + self._window_budget()
+                self._go(None)
+            if not self._window_set and all(w.ready is not None for w in self.workers):
+                self._window_set = True
+                n = len(self.workers)
+                self._go(time.perf_counter() + START_MARGIN_S + START_MARGIN_PER_WORKER_S * n)
             if not window_reported and all(w.started is not None for w in self.workers):
                 window_reported = True
                 if self.on_window_start is not None:
@@ -272,6 +341,8 @@ class ProcessPool:
                 w.extra["pgid"] = int(pgid)
         elif kind == "loaded":
             w.loaded = payload
+        elif kind == "ready":
+            w.ready = payload
         elif kind == "started":
             w.started = payload
         elif kind == "result":
@@ -281,13 +352,26 @@ class ProcessPool:
         elif kind == "aborted":
             w.aborted = True
 
+    def _go(self, start_at: Optional[float]) -> None:
+        """Release every worker waiting at a barrier: ``start_at`` None after the engines opened,
+        else when the window starts (perf_counter seconds, the same clock in every process)."""
+        for w in self.workers:
+            self._send(w, ("go", start_at))
+
+    @staticmethod
+    def _send(w: WorkerState, message: Any) -> None:
+        if w.conn is not None:
+            try:
+                w.conn.send(message)
+            except (OSError, ValueError):  # it is gone; its exit is judged where it is noticed
+                pass
+
     # -- failure -------------------------------------------------------------------------------
     def _break_barriers(self) -> None:
-        for barrier in (self.loaded_barrier, self.start_barrier):
-            try:
-                barrier.abort()
-            except Exception:
-                pass
+        """Every worker still waiting for a go stops instead (``aborted``)."""
+        for w in self.workers:
+            if w.result is None:
+                self._send(w, ("abort", None))
 
     def _fail(self, w: WorkerState) -> None:
         self._break_barriers()
@@ -452,10 +536,6 @@ def _lean_main() -> Iterator[None]:
         yield
     finally:
         sys.modules["__main__"] = main
-
-
-def worker_set_start_time(parties: int) -> None:
-    worker.set_start_time(parties)
 
 
 def worker_seed(seed: int, index: int) -> int:

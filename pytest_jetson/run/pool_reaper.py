@@ -6,13 +6,16 @@ libraries started, can be ended at once) and asks the kernel to SIGKILL it when 
 worker, so it works for a worker hung in native code holding the GIL, where a watcher thread
 never gets to run.
 
-A worker's own children do not inherit the death signal. The *reaper*, one small process per pool
-started before the workers, holds the read end of a pipe whose only write end is the parent's:
-when the parent dies, however it dies, the pipe closes and the reaper SIGKILLs every worker and
-its process group, then exits. The parent names each worker to the reaper as soon as it is
-spawned, before the worker runs any code of its own: a worker named only once it reported in
-could start a child and lose its parent before then, and that child would be left behind. When
-the pool stops normally the parent ends the groups itself and tells the reaper to stop.
+A worker's own children do not inherit the death signal. The *reaper*, one small process per
+parent started with its first pool and shared by every later one, holds the read end of a pipe
+whose only write end is the parent's: when the parent dies, however it dies, the pipe closes and
+the reaper SIGKILLs every worker of the pools still running and each worker's process group, then
+exits. The parent names each worker to the reaper as soon as it is spawned, before the worker runs
+any code of its own: a worker named only once it reported in could start a child and lose its
+parent before then, and that child would be left behind. When a pool stops normally the parent
+ends the groups itself and tells the reaper the pool is over (it forgets that pool's workers:
+their pids may be another process's soon); when the parent exits normally the reaper has nothing
+left to do and exits too.
 
 Two ways out of that net, and how they are closed:
 
@@ -40,7 +43,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 #: the environment variable that marks every process a pool's workers start (value: the pool's token)
@@ -71,13 +74,15 @@ def lead_own_group() -> bool:
         return False
 
 
-def bind_to_parent(parent_pid: Optional[int], orphan_exit: int) -> None:
+def bind_to_parent(parent_pid: Optional[int], orphan_exit: int) -> bool:
     """A worker's first act: own process group, death signal, and exit at once if the parent
-    already died before the death signal was armed."""
+    already died before the death signal was armed. True when the kernel will end this process
+    with its parent (False: the caller watches the parent itself)."""
     lead_own_group()
-    set_parent_death_signal(signal.SIGKILL)
+    armed = set_parent_death_signal(signal.SIGKILL)
     if parent_pid is not None and os.getppid() != int(parent_pid):
         os._exit(orphan_exit)
+    return armed
 
 
 def _send(kill: Any, target: int, sig: int) -> bool:
@@ -117,10 +122,18 @@ def leave_group() -> bool:
         return False
 
 
-def marked_pids(token: str, exclude: Iterable[int] = ()) -> List[int]:
-    """Processes whose environment carries ``POOL_ENV=token`` (Linux's ``/proc``; empty
-    elsewhere), but ``exclude``."""
-    needle = f"{POOL_ENV}={token}".encode()
+def _needles(tokens: Any) -> List[bytes]:
+    if isinstance(tokens, str):
+        tokens = [tokens]
+    return [f"{POOL_ENV}={t}".encode() for t in tokens if t]
+
+
+def marked_pids(tokens: Any, exclude: Iterable[int] = ()) -> List[int]:
+    """Processes whose environment carries ``POOL_ENV=token`` for one of ``tokens`` (a token or
+    several; Linux's ``/proc``; empty elsewhere), but ``exclude``."""
+    needles = _needles(tokens)
+    if not needles:
+        return []
     skip = {int(p) for p in exclude}
     found = []
     try:
@@ -135,84 +148,84 @@ def marked_pids(token: str, exclude: Iterable[int] = ()) -> List[int]:
                 env = fh.read()
         except OSError:  # gone, a zombie, or not ours to read
             continue
-        if needle + b"\0" in env or env.endswith(needle):
+        if any(needle + b"\0" in env or env.endswith(needle) for needle in needles):
             found.append(int(name))
     return found
 
 
-def kill_marked(token: Optional[str], exclude: Iterable[int] = ()) -> int:
-    """SIGKILL every process marked with ``token`` (see ``marked_pids``), again until none is
-    left or ``SWEEP_ROUNDS`` passed; returns how many were signalled."""
-    if not token:
+def kill_marked(tokens: Any, exclude: Iterable[int] = ()) -> int:
+    """SIGKILL every process marked with one of ``tokens`` (see ``marked_pids``), again until none
+    is left or ``SWEEP_ROUNDS`` passed; returns how many were signalled."""
+    if not _needles(tokens or ()):
         return 0
     skip = {os.getpid(), *exclude}
     killed = empty = 0
     for _ in range(SWEEP_ROUNDS):
-        pids = marked_pids(token, skip)
-        # a process caught between fork and exec may not be readable for an instant: only two
-        # empty looks in a row end the sweep
-        empty = 0 if pids else empty + 1
-        if empty >= 2:
-            break
+        pids = marked_pids(tokens, skip)
+        if not pids:
+            # a process caught in exec may show an empty environment for an instant: only two
+            # empty looks in a row end the sweep (the second at once, a look takes milliseconds)
+            empty += 1
+            if empty >= 2:
+                break
+            continue
+        empty = 0
         killed += sum(kill_process(pid, signal.SIGKILL) for pid in pids)
-        time.sleep(0.01)  # let the kernel tear them down before the next look
+        time.sleep(0.01)  # let the kernel tear them down before the next look (one may be forking)
     return killed
 
 
-def main(conn: Any, token: Optional[str] = None) -> None:
-    """The reaper on a ``multiprocessing`` connection (``conn.recv()`` gives ``(kind, value)``)."""
-    serve(conn.recv, token)
+def main(conn: Any) -> None:
+    """The reaper on a ``multiprocessing`` connection (``conn.recv()`` gives a message's words)."""
+    serve(conn.recv)
 
 
-def main_fd(fd: int, token: Optional[str] = None) -> None:
-    """The reaper on the read end of an OS pipe, one ``worker <pid>`` or ``stop`` line per
-    message: how the pool starts it (``python -I -S pool_reaper.py FD TOKEN``, in a new session)."""
+def main_fd(fd: int) -> None:
+    """The reaper on the read end of an OS pipe, one message per line: how the pool starts it
+    (``python -I -S pool_reaper.py FD``, in a session of its own)."""
     stream = os.fdopen(fd, "r")
 
-    def recv() -> Tuple[str, str]:
+    def recv() -> List[str]:
         line = stream.readline()
         if not line:
             raise EOFError
-        kind, _, value = line.strip().partition(" ")
-        return kind, value
+        return line.split()
 
-    serve(recv, token)
+    serve(recv)
 
 
-def serve(recv: Callable[[], Tuple[str, Any]], token: Optional[str] = None) -> None:
-    """Collect worker pids from ``recv``; when it ends (the parent died), SIGKILL each worker,
-    its group and every process marked with the pool's ``token``; when it says stop, each group
-    (the parent has swept the marked ones)."""
+def serve(recv: Callable[[], Sequence[Any]]) -> None:
+    """Follow the parent's pools from ``recv`` until it ends (the parent died or exited), then
+    SIGKILL each worker of a pool still running, its group, and every process marked with that
+    pool's token. Messages: ``pool TOKEN`` (a pool starts), ``worker TOKEN PID`` (one of its
+    workers, just spawned), ``end TOKEN`` (the pool is over and the parent ended it itself)."""
     leave_group()  # already done where the pool started it in a session of its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent to act on
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a group's SIGTERM: the pipe says what to do
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal, likewise
-    workers = set()
-    orphaned = True
-    try:
-        while True:
-            kind, value = recv()
-            if kind == "worker":
-                workers.add(int(value))
-            elif kind == "stop":
-                orphaned = False
-                break
-    except (EOFError, OSError, ValueError):
-        pass  # the parent is gone
-    _kill_all(workers, orphaned)
-    if orphaned:
-        kill_marked(token)
-
-
-def _kill_all(workers: Iterable[int], orphaned: bool) -> None:
-    for pid in workers:
-        # A worker leads a group named by its pid once it runs; one killed before it got there
-        # has started nothing. The worker itself only when the parent died: after a normal stop
-        # it has exited and its pid may already be another process's.
-        if orphaned:
+    pools: Dict[str, Set[int]] = {}
+    while True:
+        try:
+            words = [str(w) for w in recv()]
+        except (EOFError, OSError):
+            break  # the parent is gone
+        try:
+            if words[0] == "pool":
+                pools.setdefault(words[1], set())
+            elif words[0] == "worker":
+                pools.setdefault(words[1], set()).add(int(words[2]))
+            elif words[0] == "end":
+                pools.pop(words[1], None)
+        except (IndexError, ValueError):
+            continue  # not a message of ours
+    for workers in pools.values():
+        for pid in workers:
+            # A worker leads a group named by its pid once it runs; one killed before it got
+            # there has started nothing.
             kill_process(pid, signal.SIGKILL)
-        kill_group(pid, signal.SIGKILL)
+            kill_group(pid, signal.SIGKILL)
+    kill_marked(list(pools))
 
 
 if __name__ == "__main__":  # started by the pool as a script: standard library only, quick to start
-    main_fd(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None)
+    main_fd(int(sys.argv[1]))

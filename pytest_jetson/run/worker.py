@@ -7,18 +7,26 @@ interpreter: no CUDA context, no threads or locks inherited from a forked parent
    shows when something goes wrong; a segfault writes the Python traceback there (faulthandler);
 2. open its engine (build or load from the shared cache): not timed;
 3. meet the other workers at the *loaded* barrier, so warm-ups run under the same contention;
-4. warm up (the harness), meet at the *start* barrier, note when it left it, measure the window;
-5. send the Measurement back (pickled by the pipe) and exit.
+4. warm up (the harness), meet at the *start* barrier, sleep until the window's common start
+   time, measure the window;
+5. send the Measurement back (pickled by the pipe) and exit at once.
 
-Every message to the parent is ``(kind, payload)`` on a one-way pipe: ``alive``, ``loaded``,
-``started``, ``result``, ``error``, ``aborted``. Before anything else the worker makes itself the
+Every message to the parent is ``(kind, payload)`` on the worker's pipe: ``alive``, ``loaded``,
+``ready``, ``started``, ``result``, ``error``, ``aborted``. The barriers are the parent's (``loaded``
+and ``ready`` say the worker got there): the worker waits on the same pipe for ``("go", start)``,
+or ``("abort", None)`` when a sibling failed. Before anything else the worker makes itself the
 leader of its own process group and asks the kernel to kill it when its parent dies
 (``pool_reaper.bind_to_parent``), so the pool can end it with everything it started, and no
 worker outlives a parent that was killed, even one hung in native code. It ignores SIGINT (the
 parent alone decides when to stop); where the kernel cannot bind it (not Linux) a thread watches
 the parent instead.
+
+A worker that sent its result ends with ``os._exit`` once its engine is closed, the ``atexit``
+functions ran and its output is flushed: tearing down an interpreter's modules one by one
+costs a worker more than its whole window at the pool's shortest, and nothing is left to keep.
 """
 
+import atexit
 import faulthandler
 import multiprocessing
 import os
@@ -47,24 +55,23 @@ EXIT_ORPHANED = 4
 #: When this worker's timed window started (perf_counter), None before it: engines that want to
 #: know (the pool's fakes) read ``window_started()``.
 _window_t0 = None
-#: The shared start time (``multiprocessing`` RawValue, perf_counter seconds) the start barrier's
-#: action sets; every worker sleeps until it, so the window starts together even when the
-#: barrier's wake-ups trickle out one by one (they take the barrier's lock in turn).
-_start_at = None
-#: How far ahead of the barrier's release the window starts: time for N wake-ups.
-START_MARGIN_S = 0.002
-START_MARGIN_PER_WORKER_S = 0.001
 
 
 def window_started() -> bool:
     return _window_t0 is not None
 
 
-def set_start_time(parties: int = 0) -> None:
-    """The start barrier's action, run by the last worker to arrive, before anyone is released."""
-    if _start_at is not None:
-        n = parties or 1
-        _start_at.value = time.perf_counter() + START_MARGIN_S + START_MARGIN_PER_WORKER_S * n
+def wait_for_go(conn: Any, timeout: float) -> Any:
+    """Wait at one of the pool's barriers: the parent's ``go`` (its value: when the window starts,
+    or None). A sibling failed, the parent went, or the time ran out: ``BrokenBarrierError``."""
+    try:
+        if conn.poll(timeout):
+            kind, value = conn.recv()
+            if kind == "go":
+                return value
+    except (EOFError, OSError):
+        pass
+    raise threading.BrokenBarrierError
 
 
 def _sleep_until(t: float) -> None:
@@ -98,6 +105,26 @@ def _watch_parent() -> None:
         os._exit(EXIT_ORPHANED)
 
     threading.Thread(target=watch, name="pool-parent-watch", daemon=True).start()
+
+
+def _exit_now(code: int) -> None:
+    """End the process without tearing the interpreter down: ``atexit`` functions first (a
+    library's own clean-up), then Python's and C's buffered output to the log."""
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).fflush(None)
+        except Exception:  # no C library to name (Windows): nothing of C's buffered there
+            pass
+        os._exit(code)
 
 
 def _pgrp() -> Any:
@@ -152,44 +179,47 @@ def _peak_rss() -> Any:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
-def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_barrier: Any,
-         log_path: str, start_at: Any = None) -> None:
+def main(spec: Any, run: Dict[str, Any], conn: Any, log_path: str) -> None:
     """Entry point of a worker process (``multiprocessing`` target)."""
-    global _start_at
-    bind_to_parent(run.get("parent_pid"), EXIT_ORPHANED)
+    bound = bind_to_parent(run.get("parent_pid"), EXIT_ORPHANED)
     t_main = time.perf_counter()
-    _start_at = start_at
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["PYTEST_JETSON_POOL_WORKER"] = str(spec.index)
     _redirect_output(log_path)
-    _watch_parent()
+    if not bound:
+        _watch_parent()
     conn.send(("alive", {"t_main": t_main, "pid": os.getpid(), "pgid": _pgrp()}))
     deadline = t_main + float(run["deadline_s"])
-    phase = "load"
+    phase = "start-up"
 
     def remaining() -> float:
         return max(0.001, deadline - time.perf_counter())
 
     try:
+        # here, after the output goes to the log with faulthandler on, a failure is this worker's
+        # reported error (not a death before its code ran) and its cost stays out of the
+        # reported spawn_s; before the engine, so that it is not every worker's first act once
+        # they all left the first barrier
+        from .harness import layer_profile, measure
+
+        phase = "load"
         t_load = time.perf_counter()
         engine = open_worker_engine(spec, run)
         t_loaded = time.perf_counter()
         conn.send(("loaded", {"t_main": t_main, "t_loaded": t_loaded, "load_s": t_loaded - t_load}))
         phase = "loaded barrier"
-        loaded_barrier.wait(remaining())
-
-        # late on purpose: loaded here, after the output goes to the log with faulthandler on, a
-        # failure is this worker's reported error (not a death before its code ran) and its cost
-        # stays out of the reported spawn_s
-        from .harness import layer_profile, measure
+        wait_for_go(conn, remaining())
 
         started: Dict[str, float] = {}
 
         def before_window() -> None:
             global _window_t0
-            start_barrier.wait(remaining())
-            if _start_at is not None and _start_at.value > 0:
-                _sleep_until(_start_at.value)
+            conn.send(("ready", {}))
+            start_at = wait_for_go(conn, remaining())
+            if start_at is not None:
+                # every worker sleeps until the same moment: the window starts together even
+                # though the parent's go wakes them one after the other
+                _sleep_until(start_at)
             started["t0"] = _window_t0 = time.perf_counter()
             conn.send(("started", {"t0": started["t0"]}))
 
@@ -222,6 +252,8 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
         # a sibling failed and the parent broke the barriers: nothing of ours to report
         try:
             conn.send(("aborted", {"phase": phase}))
+        except Exception:
+            pass
         finally:
             sys.stdout.flush()
             os._exit(EXIT_ABORTED)
@@ -238,5 +270,5 @@ def main(spec: Any, run: Dict[str, Any], conn: Any, loaded_barrier: Any, start_b
             pass
         sys.stderr.flush()
         os._exit(EXIT_ERROR)
-    sys.stdout.flush()
     conn.close()
+    _exit_now(0)

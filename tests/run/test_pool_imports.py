@@ -1,11 +1,14 @@
 """What a pool worker imports: a worker measuring an engine that needs neither numpy nor the model
-zoo imports neither (each costs every worker's start-up, once per pool)."""
+zoo imports neither (each costs every worker's start-up, once per pool); nor hashlib (OpenSSL) for
+hashes it never takes, nor multiprocessing's semaphores and shared memory (the pool's barriers
+are its parent's messages)."""
 
 import textwrap
 
 from pytest_jetson.run.pool import run_pool
 
-HEAVY = ("numpy", "pytest_jetson.models.zoo", "filelock")
+HEAVY = ("numpy", "pytest_jetson.models.zoo", "filelock", "hashlib", "multiprocessing.synchronize",
+         "multiprocessing.sharedctypes")
 
 ENGINE = textwrap.dedent(f"""
     import sys
@@ -36,7 +39,7 @@ ENGINE = textwrap.dedent(f"""
 """)
 
 
-def test_a_pool_worker_of_a_host_engine_imports_no_numpy_zoo_or_file_locks(tmp_path, monkeypatch):
+def test_a_pool_worker_of_a_host_engine_imports_no_numpy_zoo_file_locks_hashlib_or_semaphores(tmp_path, monkeypatch):
     (tmp_path / "host_engine.py").write_text(ENGINE)
     monkeypatch.syspath_prepend(str(tmp_path))  # spawned workers inherit the parent's sys.path
     m = run_pool(("host", {"engine_factory": "host_engine:open_host"}), processes=2, backend="onnxruntime",

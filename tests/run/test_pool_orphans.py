@@ -116,8 +116,9 @@ def test_the_reaper_ends_a_named_worker_and_its_group_when_the_parent_dies():
         reaper = ctx.Process(target=pool_reaper.main, args=(receiver,), daemon=True)
         reaper.start()
         receiver.close()
-        sender.send(("worker", lead.pid))
-        sender.send(("worker", early.pid))
+        sender.send(("pool", "p1"))
+        sender.send(("worker", "p1", lead.pid))
+        sender.send(("worker", "p1", early.pid))
         started = time.monotonic()
         sender.close()  # the parent died
         reaper.join(10)

@@ -21,12 +21,13 @@ QUICK = dict(backend="onnxruntime", duration="0.3s", warmup="0.05s")
 
 
 def _kids():
-    """Our child processes, without multiprocessing's resource tracker (it lives as long as the
-    interpreter and holds no worker)."""
+    """Our child processes, without multiprocessing's resource tracker and the pools' reaper (each
+    lives as long as this interpreter, one of each, and holds no worker)."""
     out = set()
     for p in psutil.Process().children(recursive=True):
         try:
-            if "resource_tracker" in " ".join(p.cmdline()):
+            cmdline = " ".join(p.cmdline())
+            if "resource_tracker" in cmdline or ("pool_reaper.py" in cmdline and p.ppid() == os.getpid()):
                 continue
         except psutil.Error:
             continue
@@ -187,7 +188,8 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
         end = time.time() + 30
         workers = []
         while time.time() < end:
-            workers = [c for c in proc.children() if "resource_tracker" not in " ".join(c.cmdline())]
+            workers = [c for c in proc.children()
+                       if not any(k in " ".join(c.cmdline()) for k in ("resource_tracker", "pool_reaper.py"))]
             if len(workers) >= 2:
                 break
             time.sleep(0.1)
