@@ -20,6 +20,7 @@ counts such a probe as a rate not met.
 """
 
 from dataclasses import dataclass
+from operator import sub
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..engines.base import STALL_ITERATIONS, Engine, as_engine, loop_limits
@@ -112,6 +113,13 @@ def stable_within(values: List[float], band: float) -> bool:
     return all(abs(v - mean) <= band * mean for v in values)
 
 
+def _default_loop(engine: Engine) -> bool:
+    """Whether ``engine`` keeps the default timed loop, whose own work is ``Engine.end_times``
+    (end times only: the harness takes the latencies from them in one C pass)."""
+    own = type(engine)
+    return own.timed_run is Engine.timed_run and own._run_plain is Engine._run_plain
+
+
 def _reports_device_time(engine: Engine) -> bool:
     """Whether each infer call reports the device's own time (the backend's row says, through
     ``open_engine``)."""
@@ -191,6 +199,8 @@ class _Run:
         self._lat: List[float] = []
         self._ends: List[float] = []
         self._dev: Optional[List[Any]] = None if self.dev is None else []
+        #: whether the engine runs the default loop (``Engine.end_times``) without device times
+        self._default_loop = self.dev is None and _default_loop(engine)
         self.t0 = self.t_end = t0
         self.windows: List[float] = []
         self.stable: Optional[bool] = None
@@ -226,10 +236,20 @@ class _Run:
     def _back_to_back(self, until_t: Optional[float], step: int, first: bool) -> int:
         # a later chunk starts at a fresh clock read: moving the last chunk's samples is the
         # harness's time, not the first iteration's (it would show in latency_max)
-        start = self.t_end if first else self.engine.clock.now()
+        engine = self.engine
+        start = self.t_end if first else engine.clock.now()
+        if self._default_loop:
+            # the default loop keeps end times only; the latencies are their gaps, taken here
+            before = len(self.ends)
+            try:
+                self.t_end = engine.end_times(self.plan.batch, start, until_t, step, self._ends)
+            finally:
+                self.ends.take(self._ends)
+                self.lat.take_gaps(self.ends, before, start)
+            return len(self.ends) - before
         lat = self._lat
         try:
-            self.t_end = self.engine.timed_run(self.plan.batch, start, until_t, step, lat, self._ends, self._dev)
+            self.t_end = engine.timed_run(self.plan.batch, start, until_t, step, lat, self._ends, self._dev)
             return len(lat)
         finally:
             self._keep()
@@ -443,10 +463,16 @@ class _WarmUp:
         t = now()
         until_t = t + seconds
         limit_t = loop_limits(until_t, None)[0]
+        default = _default_loop(engine)
         lat: List[float] = []
         ends: List[float] = []
         while True:
-            t = engine.timed_run(batch, t, until_t, CHUNK, lat, ends, None)
+            start = t
+            if default:
+                t = engine.end_times(batch, start, until_t, CHUNK, ends)
+                lat = list(map(sub, ends, [start, *ends]))
+            else:
+                t = engine.timed_run(batch, start, until_t, CHUNK, lat, ends, None)
             ran = len(lat)
             self.count += ran
             self.total += sum(lat)

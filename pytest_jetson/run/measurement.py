@@ -12,8 +12,10 @@ worker measures and sends its samples without either.
 import math
 import numbers
 import struct
+import sys
 from array import array
 from dataclasses import dataclass, field
+from operator import sub as _sub
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..engines.layer_profile import LayerProfile
@@ -92,6 +94,26 @@ class Samples(array):
             raise TypeError(f"{bad!r} ({type(bad).__name__}) is not a number") from None
         self.frombytes(packed)
         del values[:]
+
+    def take_gaps(self, ends: "Samples", start: int, t_start: float) -> None:
+        """Append the gaps between ``ends[start:]`` and the end before each (``t_start`` before
+        the first): the latencies of a loop that kept only its end times, the same floats its
+        subtractions would give. In C where numpy is loaded already (a pool worker of a host
+        engine does without it)."""
+        n = len(ends) - start
+        if n <= 0:
+            return
+        np = sys.modules.get("numpy")
+        if np is None:
+            tail = ends[start:]
+            self.frombytes(struct.pack(f"{n}d", *map(_sub, tail, [t_start, *tail])))
+            return
+        e = np.frombuffer(ends, dtype=float)[start:]
+        gaps = np.empty(n)
+        gaps[0] = e[0] - t_start
+        np.subtract(e[1:], e[:-1], out=gaps[1:])
+        del e  # a viewed array cannot grow: let go of the view
+        self.frombytes(memoryview(gaps).cast("B"))
 
     @classmethod
     def of(cls, values: "np.ndarray") -> "Samples":
