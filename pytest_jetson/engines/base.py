@@ -385,6 +385,17 @@ class Engine:
         return f"<{type(self).__name__} {self.name}>"
 
 
+def default_loop(engine: Engine) -> bool:
+    """Whether ``engine`` times with the default loop, whose own work is ``Engine.end_times``
+    (end times only: the harness takes the latencies from them in one C pass); an adapted
+    object does unless it has a ``timed_run`` of its own."""
+    own = type(engine)
+    if own is _Adapted:
+        forwarded = engine._get("timed_run")  # type: ignore[attr-defined]
+        return forwarded is None or getattr(forwarded, "__func__", None) is Engine.timed_run
+    return own.timed_run is Engine.timed_run and own._run_plain is Engine._run_plain
+
+
 class _Adapted(Engine):
     """The contract over an object that runs like an engine without subclassing ``Engine`` (a
     wrapper that forwards to one, an engine written before the contract was declared): what it

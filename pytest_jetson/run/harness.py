@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from operator import sub
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..engines.base import STALL_ITERATIONS, Engine, as_engine, loop_limits
+from ..engines.base import STALL_ITERATIONS, Engine, as_engine, default_loop, loop_limits
 from ..engines.layer_profile import LayerProfile
 from ..errors import ConfigError, EngineError
 from ..units import LONGEST_MEASUREMENT_S, MAX_ITERATIONS, format_duration, parse_duration
@@ -113,13 +113,6 @@ def stable_within(values: List[float], band: float) -> bool:
     return all(abs(v - mean) <= band * mean for v in values)
 
 
-def _default_loop(engine: Engine) -> bool:
-    """Whether ``engine`` keeps the default timed loop, whose own work is ``Engine.end_times``
-    (end times only: the harness takes the latencies from them in one C pass)."""
-    own = type(engine)
-    return own.timed_run is Engine.timed_run and own._run_plain is Engine._run_plain
-
-
 def _reports_device_time(engine: Engine) -> bool:
     """Whether each infer call reports the device's own time (the backend's row says, through
     ``open_engine``)."""
@@ -200,7 +193,7 @@ class _Run:
         self._ends: List[float] = []
         self._dev: Optional[List[Any]] = None if self.dev is None else []
         #: whether the engine runs the default loop (``Engine.end_times``) without device times
-        self._default_loop = self.dev is None and _default_loop(engine)
+        self._default_loop = self.dev is None and default_loop(engine)
         self.t0 = self.t_end = t0
         self.windows: List[float] = []
         self.stable: Optional[bool] = None
@@ -463,7 +456,7 @@ class _WarmUp:
         t = now()
         until_t = t + seconds
         limit_t = loop_limits(until_t, None)[0]
-        default = _default_loop(engine)
+        default = default_loop(engine)
         lat: List[float] = []
         ends: List[float] = []
         while True:

@@ -41,6 +41,20 @@ class ListLoopEngine(StepEngine):
         return super().timed_run(batch, t_start, until_t, until_n, latencies, ends, device_times)
 
 
+class DuckEngine:
+    """An object that only runs like an engine (``infer`` and a ``clock``), measured adapted."""
+
+    name, backend, model, precision, batch, max_batch = "duck", "duck", "duck", "fp16", 1, 1
+    memory_bytes = last_device_time = None
+
+    def __init__(self, steps):
+        self.clock, self.steps, self.calls = SimClock(), steps, 0
+
+    def infer(self, batch=None):
+        self.calls += 1
+        self.clock.advance(self.steps[self.calls % len(self.steps)])
+
+
 def plain(steps, start, until_t, until_n):
     """The specification: one iteration at a time on a clock at ``start``."""
     lat, ends = [], []
@@ -69,7 +83,7 @@ def windows(ends, t0, parts=10):
        iterations=st.one_of(st.none(), st.integers(1, 3 * CHUNK + 7),
                             st.sampled_from([CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK])),
        seconds=st.one_of(st.none(), st.floats(0.01, 40.0)),
-       loop=st.sampled_from([StepEngine, ListLoopEngine]))
+       loop=st.sampled_from([StepEngine, ListLoopEngine, DuckEngine]))
 def test_a_measurement_reports_what_one_plain_loop_gives_across_chunks(steps, iterations, seconds, loop):
     if iterations is None and seconds is None:
         iterations = CHUNK + 3
