@@ -5,7 +5,8 @@ An engine is built once when it is opened. The harness then calls, and a backend
 its default does not fit (as Polygraphy's ``BaseRunner`` is subclassed):
 
 * ``infer(batch)``: one batch on inputs made when the engine was opened (``_infer`` does the work);
-* ``timed_run(...)``: the timed loop (the default runs ``infer`` back to back on ``clock``);
+* ``timed_run(...)``: the timed loop (the default runs ``infer`` back to back on ``clock``; its
+  own work is ``end_times``, which the harness calls directly where ``timed_run`` is the default);
 * ``check_batch(batch)``: whether the engine's profile takes ``batch``;
 * ``measurement_extra(batch)``: what a Measurement carries beyond its samples (default none);
 * ``layer_profile(batch)``: per-layer times (``layer_profile.LayerProfile``) from a separate pass
@@ -22,6 +23,7 @@ Timing is the harness's job; an engine only says which clock its time is on (``c
 import os
 import sys
 from dataclasses import dataclass
+from operator import sub as _sub
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -159,43 +161,56 @@ class Engine:
 
     def _run_plain(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
                    latencies: List[float], ends: List[float]) -> float:
-        """The loop without device times, as close to a bare ``perf_counter`` loop as it can be:
-        chunks of ``STALL_ITERATIONS`` iterations, each a ``for`` over a range (no counter of
-        its own), the end times stored by index into a buffer (cheaper than a second append),
-        the time limit tested only where there is one, every iteration (testing less often
-        would run past it)."""
-        infer, now, append_lat = self.infer, self.clock.now, latencies.append
+        """The loop without device times: ``end_times``, each latency then the gap from the end
+        before it (``t_start`` for the first), the same float a subtraction in the loop gives."""
+        got: List[float] = []
+        try:
+            return self.end_times(batch, t_start, until_t, until_n, got)
+        finally:
+            # also when an iteration raised: those that ran
+            latencies.extend(map(_sub, got, [t_start, *got]))
+            ends.extend(got)
+
+    def end_times(self, batch: int, t_start: float, until_t: Optional[float], until_n: Optional[int],
+                  ends: List[float]) -> float:
+        """The default loop's own work, as close to a bare ``perf_counter`` loop as it can be:
+        one call and one clock read an iteration, the end time stored by index into a buffer
+        (the latencies are the gaps, taken after the loop: the harness takes them from the end
+        times in one C pass). Chunks of ``STALL_ITERATIONS``, each a ``for`` over a range; the
+        time limit tested only where there is one, every iteration (testing less often would
+        run past it). Appends the end times to ``ends``; returns the last (``t_start`` when
+        nothing ran)."""
+        infer, now = self.infer, self.clock.now
         limit_t, limit_n = loop_limits(until_t, until_n)
         timed = limit_t != _NO_TIME_LIMIT
         size = STALL_ITERATIONS if limit_n < 0 else min(limit_n, STALL_ITERATIONS)
         buf = [0.0] * size
-        lat0 = len(latencies)
         prev = t_start
         n = 0
         while n != limit_n and prev < limit_t:
             chunk = size if limit_n < 0 else min(size, limit_n - n)
+            done = 0
             try:
                 if timed:
-                    for i in range(chunk):
+                    for done in range(chunk):
                         if prev >= limit_t:
                             break
                         infer(batch)
-                        t = now()
-                        append_lat(t - prev)
-                        buf[i] = t
-                        prev = t
+                        prev = buf[done] = now()
+                    else:
+                        done = chunk
                 else:
-                    for i in range(chunk):
+                    for done in range(chunk):
                         infer(batch)
-                        t = now()
-                        append_lat(t - prev)
-                        buf[i] = t
-                        prev = t
+                        buf[done] = now()
+                    else:
+                        done = chunk
             finally:
                 # also when an iteration raised: the end times of those that ran
-                done = len(latencies) - lat0 - n
                 ends.extend(buf[:done] if done < size else buf)
                 n += done
+            if done:
+                prev = buf[done - 1]
             if n == STALL_ITERATIONS:
                 # a simulated engine that does not advance its clock would loop forever
                 self._check_moved(prev, t_start)
@@ -368,6 +383,17 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def default_loop(engine: Engine) -> bool:
+    """Whether ``engine`` times with the default loop, whose own work is ``Engine.end_times``
+    (end times only: the harness takes the latencies from them in one C pass); an adapted
+    object does unless it has a ``timed_run`` of its own."""
+    own = type(engine)
+    if own is _Adapted:
+        forwarded = engine._get("timed_run")  # type: ignore[attr-defined]
+        return forwarded is None or getattr(forwarded, "__func__", None) is Engine.timed_run
+    return own.timed_run is Engine.timed_run and own._run_plain is Engine._run_plain
 
 
 class _Adapted(Engine):

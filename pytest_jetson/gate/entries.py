@@ -22,7 +22,7 @@ from ..engines.layer_profile import structure
 from ..metrics import METRICS
 from .bounds import stage_metrics
 from .checks import BaselineRef
-from .stats import MetricStats, metric_stats, opt_float, quantile_of
+from .stats import MetricStats, metric_stats, opt_float, quantile_of, sorted_finite
 
 SAMPLE_POINTS = 20
 
@@ -83,8 +83,7 @@ def _metric_record(st: MetricStats) -> Dict[str, Any]:
 def _compact_sample(values: Sequence[float], resolution: Optional[float]) -> List[Any]:
     import numpy as np
 
-    x = np.sort(np.asarray(values, dtype=float))
-    x = x[np.isfinite(x)]
+    x = sorted_finite(values)
     if not x.size:
         return []
     probs = (np.arange(SAMPLE_POINTS) + 0.5) / SAMPLE_POINTS
@@ -105,8 +104,10 @@ def _records(measurement: Any, names: Sequence[str], confidence: float) -> Dict[
             continue
         metrics[name] = _metric_record(st)
         if row.sample and row.sample not in samples:
-            raw = measurement.metric_samples(name)
-            if raw:
+            # the finite samples the statistics read (sorted once for both), else read now
+            raw = memo.get(row.samples)
+            raw = measurement.metric_samples(name) if raw is None else raw
+            if raw is not None and len(raw):
                 samples[row.sample] = _compact_sample(raw, st.se_log)
     return {"metrics": metrics, "samples": samples}
 

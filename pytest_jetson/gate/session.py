@@ -87,12 +87,13 @@ class TestResult:
         """(baseline key, measurement) of each measurement."""
         return list(zip(self.keys, self.measurements))
 
-    def to_json(self) -> Dict[str, Any]:
-        """The result as plain JSON data (a test of the JSON report, less the verdicts' messages)."""
+    def to_json(self, samples: bool = True) -> Dict[str, Any]:
+        """The result as plain JSON data (a test of the JSON report, less the verdicts' messages);
+        ``samples=False``: without what grows with a run (``Measurement.to_dict``)."""
         return {
             "nodeid": self.nodeid,
             "outcome": self.outcome,
-            "measurements": [dict(m.to_dict(), key=k) for k, m in self.keyed()],
+            "measurements": [dict(m.to_dict(samples), key=k) for k, m in self.keyed()],
             "keys": self.keys,
             "fingerprint": self.fingerprint,
             "bounds": self.bounds,

@@ -59,8 +59,7 @@ PEAK_BLOCKS = 8
 def compact(samples: Sequence[float], points: int = COMPACT_POINTS) -> List[float]:
     """At most ``points`` values that keep the sample's quantiles: the sorted sample itself when
     small, else its quantiles at (i + 0.5) / points (midpoints, so both tails are represented)."""
-    x = np.sort(np.asarray(samples, dtype=float))
-    x = x[np.isfinite(x)]
+    x = sorted_finite(samples)
     if x.size <= points:
         return [float(v) for v in x]
     probs = (np.arange(points) + 0.5) / points
@@ -153,8 +152,22 @@ def _of_last(slot: List[Any], x: np.ndarray, compute: Callable[[], Any]) -> Any:
     last, answer = slot
     if last is None or last() is not x:
         answer = compute()
-        slot[:] = [weakref.ref(x), answer]
+        slot[:] = [weakref.ref(x, lambda ref: _forget(slot, ref)), answer]
     return answer
+
+
+def _forget(slot: List[Any], ref: Any) -> None:
+    """Let go of an answer when its array goes (a sorted copy of a long run is as big as it)."""
+    if slot[0] is ref:
+        slot[:] = [None, None]
+
+
+def finite(values: Any) -> np.ndarray:
+    """The finite ``values`` as a float array: the values themselves where all are finite (a C
+    double array is read in place, not copied: ten million latencies are 80 MB)."""
+    x = np.asarray(values if values is not None and len(values) else [], dtype=float)
+    ok = np.isfinite(x)
+    return x if ok.all() else x[ok]
 
 
 #: ``_of_last`` slots: batch means, the sorted array, mean/median/stdev
@@ -194,8 +207,7 @@ def peak_se(x: np.ndarray, blocks: int = PEAK_BLOCKS) -> Tuple[float, float]:
     the standard deviation of the peaks of ``blocks`` contiguous blocks and the gap between the
     highest block peak and the next. A peak set by one rare outlier (an interrupt, a page fault)
     is as uncertain as that gap: another run may or may not have one. A constant series has none."""
-    x = np.asarray(x, dtype=float)
-    x = x[np.isfinite(x)]
+    x = finite(x)
     k = min(blocks, x.size // 2)
     if k < 3:
         return 0.0 if x.size and float(np.ptp(x)) == 0 else float("nan"), float(max(k - 1, 1))
@@ -209,6 +221,14 @@ def _sorted(x: np.ndarray) -> np.ndarray:
     """``x`` sorted; the last answer is kept while ``x`` lives (four quantile metrics read one
     latency array)."""
     return _of_last(_LAST_SORTED, x, lambda: np.sort(x))
+
+
+def sorted_finite(values: Any) -> np.ndarray:
+    """The finite ``values`` sorted: the kept answer when ``values`` is the array just sorted."""
+    if isinstance(values, np.ndarray) and values.dtype == float and _LAST_SORTED[0] is not None \
+            and _LAST_SORTED[0]() is values:
+        return _LAST_SORTED[1]
+    return np.sort(finite(values))
 
 
 def _quantile(ordered: np.ndarray, q: float) -> float:
@@ -327,8 +347,7 @@ def _throughput_error(measurement: Any, value: float) -> Optional[Tuple[float, f
 
 def _latency_mean_error(latencies: Any) -> Optional[Tuple[float, float]]:
     """(se_log, df) of the mean of a latency list, by batch means; None when too short."""
-    lat = np.asarray(latencies or [], dtype=float)
-    lat = lat[np.isfinite(lat)]
+    lat = finite(latencies)
     if lat.size < MIN_SAMPLES_FOR_ERROR or lat.mean() <= 0:
         return None
     se_mean, df, _ = batch_means_se(lat)
@@ -420,9 +439,7 @@ def _finite_samples(measurement: Any, metric: str, memo: Optional[Dict[Any, np.n
     source = METRICS[metric].samples
     if memo is not None and source in memo:
         return memo[source]
-    samples = measurement.metric_samples(metric)
-    x = np.asarray(samples if samples else [], dtype=float)
-    x = x[np.isfinite(x)]
+    x = finite(measurement.metric_samples(metric))
     if memo is not None:
         memo[source] = x
     return x
@@ -440,8 +457,6 @@ def _estimate(measurement: Any, row: Metric) -> Estimate:
 def _describe(st: MetricStats, x: np.ndarray, keep_sample: bool) -> None:
     st.mean, st.median, st.stdev = _of_last(_LAST_DESCRIBED, x, lambda: (
         float(x.mean()), float(np.median(x)), float(x.std(ddof=1)) if x.size > 1 else 0.0))
-    if keep_sample:
-        st.sample = compact(x)
     if keep_sample:
         st.sample = compact(x)
 

@@ -150,7 +150,7 @@ def test_json(result: Any, samples: str = "summary", confidence: float = 0.99) -
     text = getattr(result, "kept_text", None)
     if text is not None:  # summarised already (``kept``): as it was then
         return json.loads(text)
-    d = result.to_json()
+    d = result.to_json(samples == "all")  # summarised: the samples are never turned into lists
     for vd, v in zip(d["verdicts"], result.verdicts):
         vd["message"] = message(v)
     if samples == "all":

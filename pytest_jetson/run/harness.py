@@ -20,11 +20,12 @@ counts such a probe as a rate not met.
 """
 
 from dataclasses import dataclass
+from operator import sub
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..engines.base import Engine, as_engine
+from ..engines.base import STALL_ITERATIONS, Engine, as_engine, default_loop, loop_limits
 from ..engines.layer_profile import LayerProfile
-from ..errors import ConfigError
+from ..errors import ConfigError, EngineError
 from ..units import LONGEST_MEASUREMENT_S, MAX_ITERATIONS, format_duration, parse_duration
 from . import arrival
 from .measurement import Measurement, Samples
@@ -33,6 +34,10 @@ from .window import MeasuredWindow
 DEFAULT_WINDOW = 1.0  # s, adaptive mode; perf_analyzer's default is 5 s, too slow for a suite
 STABLE_WINDOWS = 3
 FIXED_WINDOWS = 10  # per-window throughputs a fixed run is split into (for rank tests)
+#: Iterations per call of the engine's timed loop, whose lists then move into C doubles: a few
+#: hundred kilobytes of floats, still in cache when moved; the loop's own check for a clock that
+#: never moves counts this many in one call.
+CHUNK = STALL_ITERATIONS
 
 
 def _engine_name(engine: Engine) -> str:
@@ -168,16 +173,27 @@ def _plan(engine: Engine, duration: Any, iterations: Any, warmup: Any, batch: Op
 
 
 class _Run:
-    """The samples of one measurement as they grow: latencies, end times, device times."""
+    """The samples of one measurement as they grow: latencies, end times, device times.
+
+    The engine's loop appends to lists (``Engine.timed_run``: the cheapest thing a timed loop
+    can do); it runs ``CHUNK`` iterations a call, after which the lists move into C doubles
+    (``Samples.take``) and are emptied. A run never holds its samples as Python floats (32
+    bytes each per list): 8 bytes a value per series, plus one chunk."""
 
     def __init__(self, engine: Engine, plan: _Plan, t0: float) -> None:
         self.engine = engine
         self.plan = plan
-        # lists while the loop runs (their append is the cheapest: an array's converts each float
-        # in the timed loop); the Measurement keeps the latencies as C doubles
-        self.lat: List[float] = []
-        self.ends: List[float] = []
-        self.dev: Optional[List[float]] = [] if _reports_device_time(engine) else None
+        self.lat = Samples()
+        self.ends = Samples()
+        self.dev: Optional[Samples] = Samples() if _reports_device_time(engine) else None
+        #: False once an iteration reported no device time (then the run has none)
+        self.dev_complete = True
+        # what one call of the loop appends to, emptied into the samples after it
+        self._lat: List[float] = []
+        self._ends: List[float] = []
+        self._dev: Optional[List[Any]] = None if self.dev is None else []
+        #: whether the engine runs the default loop (``Engine.end_times``) without device times
+        self._default_loop = self.dev is None and default_loop(engine)
         self.t0 = self.t_end = t0
         self.windows: List[float] = []
         self.stable: Optional[bool] = None
@@ -185,21 +201,64 @@ class _Run:
         # at a rate: the schedule (shared by every stretch of the run) and what each call adds
         spec = plan.arrivals
         self.schedule = None if spec is None else spec.schedule(t0, plan.seed)
-        self.arrived: List[float] = []
+        self.arrived = Samples()
+        self.services = Samples()
+        self._arrived: List[float] = []
+        self._services: List[float] = []
+        #: 0 or 100 per call: small ints, one shared object each (8 bytes a value in a list)
         self.missed: List[int] = []
-        self.services: List[float] = []
 
     def until(self, until_t: Optional[float], until_n: Optional[int] = None) -> None:
-        if self.schedule is None:
-            self.t_end = self.engine.timed_run(self.plan.batch, self.t_end, until_t, until_n,
-                                               self.lat, self.ends, self.dev)
-            return
-        engine, batch, dev = self.engine, self.plan.batch, self.dev
+        """Run on until the clock passes ``until_t`` or ``until_n`` more iterations ran, a chunk
+        at a time."""
+        limit_t = loop_limits(until_t, None)[0]
+        left = until_n
+        first = True
+        while left is None or left > 0:
+            step = CHUNK if left is None else min(CHUNK, left)
+            if self.schedule is None:
+                ran = self._back_to_back(until_t, step, first)
+            else:
+                ran = self._at_rate(until_t, step)
+            first = False
+            if ran < step or self.t_end >= limit_t:
+                return
+            if left is not None:
+                left -= ran
+
+    def _back_to_back(self, until_t: Optional[float], step: int, first: bool) -> int:
+        # a later chunk starts at a fresh clock read: moving the last chunk's samples is the
+        # harness's time, not the first iteration's (it would show in latency_max)
+        engine = self.engine
+        start = self.t_end if first else engine.clock.now()
+        if self._default_loop:
+            # the default loop keeps end times only; the latencies are their gaps, taken here
+            before = len(self.ends)
+            try:
+                self.t_end = engine.end_times(self.plan.batch, start, until_t, step, self._ends)
+            finally:
+                self.ends.take(self._ends)
+                self.lat.take_gaps(self.ends, before, start)
+            return len(self.ends) - before
+        lat = self._lat
+        try:
+            self.t_end = engine.timed_run(self.plan.batch, start, until_t, step, lat, self._ends, self._dev)
+            return len(lat)
+        finally:
+            self._keep()
+
+    def _at_rate(self, until_t: Optional[float], step: int) -> int:
+        engine, batch, dev = self.engine, self.plan.batch, self._dev
         call, prepare = _call_of(engine, batch)
         after = None if dev is None else (lambda: dev.append(engine.last_device_time))
-        end = arrival.arrival_loop(call, engine.clock, self.schedule, until_t, until_n, self.lat,
-                                   self.ends, self.plan.deadline, self.arrived, self.missed,
-                                   self.services, prepare, after)
+        lat = self._lat
+        try:
+            end = arrival.arrival_loop(call, engine.clock, self.schedule, until_t, step, lat,
+                                       self._ends, self.plan.deadline, self._arrived, self.missed,
+                                       self._services, prepare, after)
+            ran = len(lat)
+        finally:
+            self._keep()  # before waiting: an idle stretch absorbs it
         # the window closes at the duration asked for or, by count, at the next arrival (whole
         # periods), unless the last call ran past it; an idle end is waited out, so telemetry
         # and the next stretch start there
@@ -208,6 +267,30 @@ class _Run:
         close = max(close, self.t_end if end is None else end)
         arrival.wait_until(engine.clock, close)
         self.t_end = close
+        return ran
+
+    def _keep(self) -> None:
+        """Move what the last chunk appended into the run's samples."""
+        try:
+            self.lat.take(self._lat)
+        except TypeError as exc:
+            raise EngineError(f"{self.plan.name}: its timed loop appended a latency that is not a number "
+                              f"({exc}); Engine.timed_run appends seconds as floats") from None
+        self.ends.take(self._ends)
+        if self._dev is not None:
+            if self.dev_complete and any(d is None for d in self._dev):
+                self.dev_complete = False  # an iteration the backend could not time on the device
+            if self.dev_complete:
+                self.dev.take(self._dev)  # type: ignore[union-attr]
+            del self._dev[:]
+        if self.schedule is not None:
+            self.arrived.take(self._arrived)
+            self.services.take(self._services)
+
+    def device_latencies(self) -> Optional[Samples]:
+        """The device times of every iteration, or None where the backend could not give one
+        for each."""
+        return self.dev if self.dev_complete and self.dev is not None else None
 
     def rate_extra(self) -> Dict[str, Any]:
         """What a measurement at a rate carries (none for a run back to back)."""
@@ -233,9 +316,10 @@ class _Run:
             return
         measured = 1.0
         while self.lat:
-            # a provisional measurement (copies: the lists grow on) for the comparison to look at
+            # a provisional measurement (copies: the samples grow on) for the comparison to look at
+            dev = self.device_latencies()
             so_far = _measurement(self.engine, plan.name, plan.batch, Samples(self.lat),
-                                  None if self.dev is None else list(self.dev), self.t_end - self.t0,
+                                  None if dev is None else Samples(dev), self.t_end - self.t0,
                                   window.peek(len(self.lat) * plan.batch),
                                   _windows_by_count(self.ends, self.t0, plan.batch), None, environment,
                                   self.rate_extra())
@@ -246,11 +330,11 @@ class _Run:
             measured += more
             self.looks += 1
 
-    def adaptive(self, warm_lat: List[float]) -> None:
+    def adaptive(self, warm: "_WarmUp") -> None:
         """Windows until the last three agree within ``stability`` or ``max_duration`` passes."""
         plan = self.plan
         if plan.window is None:
-            est = (sum(warm_lat) / len(warm_lat)) if warm_lat else 0.0
+            est = warm.mean
             period = plan.arrivals.period if plan.arrivals is not None else 0.0
             plan.window = max(DEFAULT_WINDOW, 10 * est, 10 * period)
         deadline = self.t0 + (plan.max_duration if plan.max_duration is not None else 60.0)
@@ -321,10 +405,9 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     now = engine.clock.now
 
     # warm-up: at least one iteration when asked for, so first-call costs stay out of the window
-    warm_lat: List[float] = []
+    warm = _WarmUp()
     if plan.warmup > 0:
-        t = now()
-        engine.timed_run(plan.batch, t, t + plan.warmup, None, warm_lat, [], None)
+        warm.run(engine, plan.batch, plan.warmup)
 
     if before_window is not None:
         before_window()
@@ -335,15 +418,18 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
             _ready_first(engine, plan.batch)  # its input ready before the first arrival
         run = _Run(engine, plan, now())
         if plan.mode == "adaptive":
-            run.adaptive(warm_lat)
+            run.adaptive(warm)
         else:
             run.fixed(measured, environment, extend)
+            run.windows = _windows_by_count(run.ends, run.t0, plan.batch)
+        if run.schedule is None:
+            run.ends = Samples()  # read: gone before the window's telemetry is made as it closes
     summary = measured.finish(len(run.lat) * plan.batch)
-    windows = run.windows if plan.mode == "adaptive" else _windows_by_count(run.ends, run.t0, plan.batch)
-    extra = run.extra(len(warm_lat))
+    windows = run.windows
+    extra = run.extra(warm.count)
     extra.update(measured.extra())
-    m = _measurement(engine, plan.name, plan.batch, run.lat, run.dev, run.t_end - run.t0, summary,
-                     windows, run.stable, environment, extra)
+    m = _measurement(engine, plan.name, plan.batch, run.lat, run.device_latencies(), run.t_end - run.t0,
+                     summary, windows, run.stable, environment, extra)
     m.telemetry_series = measured.series()
     if profile:
         m.profile = layer_profile(engine, plan.batch)
@@ -351,6 +437,42 @@ def measure(engine: Engine, duration: Any = None, iterations: Any = None, warmup
     if problem:
         raise arrival.RateError(problem)
     return m
+
+
+class _WarmUp:
+    """The warm-up, run back to back ``CHUNK`` iterations at a time: only how many ran and
+    their mean latency are kept (the adaptive window's first guess)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def run(self, engine: Engine, batch: int, seconds: float) -> None:
+        now = engine.clock.now
+        t = now()
+        until_t = t + seconds
+        limit_t = loop_limits(until_t, None)[0]
+        default = default_loop(engine)
+        lat: List[float] = []
+        ends: List[float] = []
+        while True:
+            start = t
+            if default:
+                t = engine.end_times(batch, start, until_t, CHUNK, ends)
+                lat = list(map(sub, ends, [start, *ends]))
+            else:
+                t = engine.timed_run(batch, start, until_t, CHUNK, lat, ends, None)
+            ran = len(lat)
+            self.count += ran
+            self.total += sum(lat)
+            del lat[:], ends[:]
+            if ran < CHUNK or t >= limit_t:
+                return
+            t = now()
 
 
 def layer_profile(engine: Engine, batch: int) -> Optional[LayerProfile]:
@@ -380,13 +502,12 @@ def _call_of(engine: Engine, batch: int) -> Tuple[Callable[[], Any], Optional[Ca
     return (lambda: infer(batch)), None
 
 
-def _measurement(engine: Engine, name: str, b: int, lat: List[float], dev: Optional[List[float]],
+def _measurement(engine: Engine, name: str, b: int, lat: Samples, dev: Optional[Samples],
                  duration: float, summary: Any, windows: List[float], stable: Optional[bool],
                  environment: Optional[dict], extra: Dict[str, Any]) -> Measurement:
-    device_latencies = None
     host_overhead = None
-    if dev and all(d is not None for d in dev):
-        device_latencies = Samples(dev)
+    device_latencies = dev if dev else None
+    if device_latencies is not None:
         host_overhead = max(0.0, (sum(lat) - sum(device_latencies)) / len(lat))
     return Measurement(
         name=name,

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 from fakes.onnx_models import tiny_onnx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_jetson import sim
 from pytest_jetson.clock import SimClock
@@ -153,3 +155,43 @@ def test_measuring_another_batch_uses_that_batchs_prediction():
     assert m.batch == 2 and m.items == 2 * m.iterations
     assert m.extra["prediction"]["latency"] == pytest.approx(engine.prediction_for(2).latency)
     assert m.latency_mean == pytest.approx(engine.prediction_for(2).latency, rel=0.05)
+
+
+def _chunked_and_plain(plan, **kw):
+    """The same calls of ``timed_run`` on two engines of one seed: one running its chunked loop,
+    one made to run ``infer`` back to back (an instance ``infer`` tells it apart)."""
+    out = []
+    for plain in (False, True):
+        clock = SimClock()
+        engine = _open("mobilenet_v2", clock=clock, seed=3, **kw)
+        if plain:
+            engine.infer = engine.infer
+        runs = []
+        for seconds, count, behind in plan:
+            lat, ends = [], []
+            t = clock.now() - behind
+            last = engine.timed_run(engine.batch, t, None if seconds is None else t + seconds, count, lat, ends, None)
+            runs.append((last, lat, ends, clock.now()))
+        out.append((runs, [list(rec[:2]) for rec in clock.loads]))
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(plan=st.lists(st.tuples(st.one_of(st.none(), st.sampled_from([0.0, 0.001, 0.5, 3.0, 7.3])),
+                               st.one_of(st.none(), st.sampled_from([0, 1, 5, 2047, 2048, 2049, 5000])),
+                               st.sampled_from([0.0, 0.01])),
+                     min_size=1, max_size=4).map(
+    lambda plan: [(s, 3000 if s is None and n is None else n, b) for s, n, b in plan]))
+def test_the_chunked_loop_gives_what_infer_back_to_back_gives(plan):
+    """Same latencies, end times, clock and announced stretches, across noise chunks and limits."""
+    chunked, plain = _chunked_and_plain(plan)
+    assert chunked == plain
+
+
+def test_a_replaced_infer_is_still_what_the_loop_calls():
+    engine = _open("mobilenet_v2")
+    calls = []
+    infer = engine.infer
+    engine.infer = lambda batch=None: calls.append(batch) or infer(batch)
+    measure(engine, iterations=50, warmup=0, profile=False)
+    assert len(calls) == 50

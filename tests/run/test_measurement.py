@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pytest_jetson.metrics import METRICS
-from pytest_jetson.run.measurement import Measurement, PoolMeasurement
+from pytest_jetson.run.measurement import Measurement, PoolMeasurement, Samples
 
 
 def make(latencies=(0.010, 0.011, 0.012, 0.020), batch=8, duration=None, **kw):
@@ -69,14 +69,20 @@ def test_samples_are_held_as_c_doubles_and_read_like_a_list():
 
     engine = open_engine("mobilenet_v2", backend="simulated", device=simulated("orin-nano"), precision="int8")
     measure(engine, iterations=100, warmup=0, profile=False)  # first-call caches out of the count
-    tracemalloc.start()
-    try:
-        m = measure(engine, iterations=20_000, warmup=0, profile=False)
-        held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert len(m.latencies) == m.iterations == 20_000
-    assert held / 20_000 < 12  # 8 bytes a sample, the slack of growing, the measurement's own few KB
+
+    def held(n):
+        tracemalloc.start()
+        try:
+            m = measure(engine, iterations=n, warmup=0, profile=False)
+            return m, tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+
+    small = held(20_000)[1]
+    m, large = held(60_000)
+    assert len(m.latencies) == m.iterations == 60_000
+    # each iteration more: 8 bytes and the slack of growing (the engine's own state is the same)
+    assert (large - small) / 40_000 < 9
     assert m.latencies == list(m.latencies) and m.latencies[-1] == list(m.latencies)[-1]
     back = pickle.loads(pickle.dumps(m))
     assert back.latencies == m.latencies and back.summary() == m.summary()
@@ -96,3 +102,34 @@ def test_the_summary_reads_the_samples_once(monkeypatch):
     assert m.summary() == first and len(calls) == 1
     m.latencies.append(0.5)  # more samples: computed again, with the new one
     assert m.summary()["latency_max"] == 0.5 and len(calls) == 2
+
+
+def test_a_summarised_report_of_a_long_run_never_turns_its_samples_into_lists():
+    """The JSON report's summary of a measurement (the default) is what summarising its whole
+    dict gives, made without a list of its samples (ten million floats in a list are 320 MB)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from pytest_jetson.gate.session import TestResult
+    from pytest_jetson.report import jsonreport
+
+    n = 300_000
+    lat = Samples.of(np.random.default_rng(1).lognormal(-6.0, 0.1, n))
+    m = Measurement(name="m", batch=1, latencies=lat, duration=float(np.sum(lat)), items=n,
+                    clock="virtual", windows=[1000.0] * 10, device_latencies=Samples(lat))
+    whole = m.to_dict()
+    light = m.to_dict(samples=False)
+    assert light["latencies"] == [] and light["device_latencies"] is None and len(whole["latencies"]) == n
+    assert {k: v for k, v in light.items() if k not in ("latencies", "device_latencies")} == \
+        {k: v for k, v in whole.items() if k not in ("latencies", "device_latencies")}
+    result = TestResult(nodeid="t::x", keys=["t::x"], measurements=[m], fingerprint={})
+    m.summary()
+    tracemalloc.start()
+    try:
+        doc = jsonreport.test_json(result)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert doc["measurements"][0] == jsonreport.summarise(dict(whole, key="t::x"), m, 0.99)
+    assert peak / n < 28
