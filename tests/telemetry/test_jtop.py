@@ -176,11 +176,15 @@ def test_one_client_serves_the_session(service, monkeypatch):
 
     monkeypatch.setattr(jtop, "jtop", Counting)
     factory = TelemetryFactory(source="jtop", interval="50ms")
+    opened = None
     for _ in range(3):
         with factory.sample() as t:
             wait_samples(t, 1, 0.4)
         assert t.summary.samples >= 1 and t.summary.power_mean_w == pytest.approx(5.25, abs=0.05)
-    assert len(made) == 1 and made[0].is_alive()
+        # the first window may retry a client the service was too slow to answer (a loaded
+        # machine); every later window uses the one that started
+        opened = len(made) if opened is None else opened
+    assert len(made) == opened and sum(c.is_alive() for c in made) == 1 and made[-1].is_alive()
 
 
 def test_jetson_clocks_is_read_from_the_service(service):
@@ -250,11 +254,13 @@ def test_the_service_stopping_mid_run_keeps_samples_and_warns(service):
     svc = service("orin-nano-8gb-jp51")
     with pytest.warns(TelemetryWarning, match="jtop stopped during the run"):
         with Sampler(JtopSource(), interval="20ms") as t:
-            time.sleep(0.8)
+            wait_samples(t, 2, 0.8)
             svc.stop()
             time.sleep(1.0)
     s = t.summary
-    assert s.samples >= 2 and len(s.gaps) == 1
+    # the gap from the last sample to the end; a loaded machine may add gaps between samples
+    last = float(t.series.t.max())
+    assert s.samples >= 2 and s.gaps and s.gaps[-1][0] == pytest.approx(last) and s.gaps[-1][1] - s.gaps[-1][0] >= 0.8
     assert any(STOPPED in w for w in s.warnings), s.warnings
 
 
