@@ -38,6 +38,11 @@ ON_PURPOSE = {
     ("pytest_jetson/run/measurement.py", "pytest_jetson.telemetry.series"),
     ("pytest_jetson/run/measurement.py", "pytest_jetson.telemetry.summary"),
     ("pytest_jetson/run/window.py", "pytest_jetson.telemetry.throttle_counters"),
+    # hashing a layer profile: a pool worker imports the module for its profile and never hashes
+    ("pytest_jetson/engines/layer_profile.py", "hashlib"),
+    # a worker flushes C's buffers only as it exits; the tracker is started only where a pool is
+    ("pytest_jetson/run/worker.py", "ctypes"),
+    ("pytest_jetson/run/pool_procs.py", "multiprocessing"),
 } | {("pytest_jetson/telemetry/sources.py", f"pytest_jetson.telemetry.{source}")
      for source in ("jtop", "tegrastats", "sysfs", "nvml", "host")
 } | {("pytest_jetson/engines/backends.py", f"pytest_jetson.engines.{backend}")
