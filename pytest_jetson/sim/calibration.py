@@ -44,6 +44,7 @@ from .plan import (
     resolve_precision,
     transitions,
 )
+from .precision_choice import choose
 from .published import SOURCES, Case, cases, contrasts
 from .workload import KIND, load
 
@@ -182,6 +183,8 @@ def _prepare(case: Case) -> _Prepared:
         if ekey not in _ENGINES:
             _ENGINES[ekey] = plan(w, prec)
         engine = _ENGINES[ekey]
+        if n_gpu and prec == "int8":
+            engine = _chosen(w, hw, case, engine)
         io, n_tr = (w.io_in, w.io_out), (transitions(w) if n_dla else 0)
     mem_frac = 0.0
     if w is not None:
@@ -192,6 +195,35 @@ def _prepare(case: Case) -> _Prepared:
                      n_tr=n_tr, mem_frac=mem_frac, notes=notes, workload=w)
     _PREP[key] = prep
     return prep
+
+
+#: The constants the int8 builder's per-layer choice is priced with during a fit (the fit's own,
+#: set before each of its rounds); empty: the shipped ones.
+_CHOICE: Dict[str, Any] = {}
+
+
+def _chosen(w: Any, hw: Hardware, case: Case, default: Engine) -> Engine:
+    """The int8 engine the GPU runs (``precision_choice``), as ``plan.KernelTables`` chooses it."""
+    if not (hw.has_tensor_cores or rate(hw.arch, "cuda", "int8")):
+        return default
+    key = (case.model, case.resolution, "int8", hw.device_id, hw.sm_count, case.batch)
+    if key not in _ENGINES:
+        c = K.constants(hw.arch, hw.device_id, hw.family)
+        if _CHOICE:
+            c.update({k: v for k, v in _CHOICE["c"].items() if k not in ARCH_KEYS})
+            c.update(_CHOICE["arch"][hw.arch])
+        _ENGINES[key] = choose(w, hw.arch, hw.sm_count, hw.has_tensor_cores, case.batch, c, hw.top_hz,
+                               hw.top_bw or hw.bw)
+    return _ENGINES[key]
+
+
+def _rechoose(f: "Fit") -> None:
+    """Price the int8 engines' per-layer choice with the fit's current constants."""
+    _CHOICE.update(c=dict(f.c), arch={a: dict(v) for a, v in f.arch.items()})
+    for k in [k for k in _ENGINES if len(k) > 3]:
+        del _ENGINES[k]
+    for k in [k for k, p in _PREP.items() if p.precision == "int8" and p.n_gpu]:
+        del _PREP[k]
 
 
 class Batch:
@@ -565,6 +597,7 @@ def fit(train: Optional[List[Case]] = None) -> Fit:
     params = _time_params(time_rows)
     nuisance = _nuisance_sources(time_rows)
     for _ in range(2):  # the GEMM efficiencies depend on the fitted saturation, and back
+        _rechoose(f)
         fitted = _fit_group(f, time_rows, params, nuisance)
         _direct(f, train)
     f.rows["time"] = len(time_rows)
