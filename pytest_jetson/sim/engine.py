@@ -4,7 +4,11 @@ each kernel reads and writes.
 What TensorRT does, as the plan models it:
 
 * fp32/tf32/fp16 engines run every kernel in the engine's precision; a concatenation costs
-  nothing (its producers write straight into their slice of the output: concat elimination).
+  nothing where its producers can write straight into their slice of the output (concat
+  elimination): each input is a kernel's whole output, read by no other concatenation (a tensor
+  lives in one buffer). Otherwise it is a copy kernel: an input that is a slice of another
+  tensor (ShuffleNetV2's channel split, YOLOv8's C2f split), or one that several
+  concatenations gather (DenseNet's features).
 * Quantized engines (int8, fp8, fp4) run convolutions, matrix products and pools quantized, and
   keep in fp16 what TensorRT keeps in fp16: stand-alone elementwise and activation layers,
   resizes, softmax, and a detector's heads (the last convolutions before an output, which
@@ -111,6 +115,17 @@ def _quantize(w: Workload, prec: np.ndarray, concat: np.ndarray, concat_free: np
             concat_free[i] = False
 
 
+def _in_place(w: Workload, concat: np.ndarray) -> np.ndarray:
+    """Concatenations whose every input its producer can write into the output's buffer: a
+    kernel's whole output (not a view into a larger tensor) that no other concatenation reads."""
+    gathered = np.bincount(w.e_tensor[concat[w.e_kernel]], minlength=w.t_producer.size)
+    ok = np.ones(w.n_kernels, bool)
+    for k, t, e in zip(w.e_kernel, w.e_tensor, w.e_elems):
+        if concat[k] and (w.t_producer[t] < 0 or gathered[t] > 1 or e < w.t_elems[t] * (1 - 1e-9)):
+            ok[k] = False
+    return ok
+
+
 def _reads(w: Workload, prec: np.ndarray, t_prec: np.ndarray):
     """Bytes each kernel reads, and the reformats TensorRT inserts: (tensor, format) -> (elements,
     source format). A strict kernel reads its own format, so a tensor stored in another is
@@ -158,7 +173,7 @@ def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None) -> Engi
     kind = w.kind
     quant = precision in QUANTIZED
     concat = np.array([k == KIND["concat"] and op == "Concat" for k, op in zip(kind, w.op)], bool)
-    concat_free = concat.copy()
+    concat_free = concat & _in_place(w, concat)
     if quant:
         _quantize(w, prec, concat, concat_free, fp16)
 

@@ -123,3 +123,17 @@ def test_new_detectors_predict(name):
         p = predict("agx-orin-64gb", name, precision, 1, power_mode="MAXN", resolution=res)
         assert p.throughput > 0 and p.gpu_time > 0
     assert zoo.task(name) == "detection"
+
+
+@pytest.mark.parametrize("model,copies,eliminated", [("shufflenet_v2_x1_0", 13, 3), ("squeezenet1_1", 0, 8),
+                                                      ("densenet121", 58, 0)])
+def test_a_concatenation_is_eliminated_only_where_its_producers_can_write_into_it(model, copies, eliminated):
+    # ShuffleNetV2's stride-1 units join a channel slice of their input (a view into another
+    # tensor) with their branch: a copy. SqueezeNet's fire modules join two whole convolution
+    # outputs: eliminated. DenseNet gathers each layer's features into every later concatenation
+    # of its block: a tensor lives in one buffer, so each is a copy.
+    w = load(model)
+    e = plan(w, "fp16")
+    concats = [i for i, op in enumerate(w.op) if op == "Concat"]
+    kept = set(e.source[e.kind == KIND["concat"]].tolist())
+    assert len(kept) == copies and len(concats) - len(kept) == eliminated
