@@ -400,21 +400,42 @@ def _direct(fit: Fit, train: List[Case]) -> None:
 def _volta_int8(fit: Fit) -> None:
     """Volta's int8 multiplier such that AGX Orin over AGX Xavier on ResNet-50 int8 (batch 64, a
     CUDA-graph replay, each board's fastest mode) is MLPerf's ratio, on what MLPerf ran: the GPU
-    and both DLAs, one process each (Xavier's DLAs add a larger share of its total than Orin's)."""
+    and both DLAs, one process each (Xavier's DLAs add a larger share of its total than Orin's).
+
+    Where no Volta row is in the fit (Volta held out), its tensor-core efficiency is not borrowed
+    from Ampere (0.72 where Xavier's own rows give 0.61: the held-out Xavier came out 20-45% too
+    fast): it is set from the same ratio, with Volta's int8 as efficient relative to its fp16 as
+    Ampere's (``int8_arch`` 1). That puts the whole of MLPerf's gap into the tensor cores' reach;
+    fitted on Xavier's own rows, the fp16 efficiency and the int8 shortfall separate again."""
+    volta = fit.arch["volta"]
+    held_out = fit.inherited.get("volta") is not None
+    if held_out:
+        volta["int8_arch"] = 1.0
+        # no kernel passes its unit's peak: tc_eff x int8_factor stays below 0.95
+        _match_mlperf(fit, "tc_eff", 0.3, min(0.95, 0.95 / fit.c["int8_factor"]))
+        fit.notes["volta.tc_eff"] = (f"MLPerf Inference closed (NVIDIA) ResNet-50 offline: AGX Orin over AGX "
+                                     f"Xavier {MLPERF_ORIN_OVER_XAVIER}x, GPU and two DLAs at batch 64, with "
+                                     "Volta's int8 relative to fp16 as Ampere's (no Volta row in this fit)")
+        return
+    # no kernel passes its unit's peak: tc_eff x int8_factor x int8_arch stays below 0.95
+    _match_mlperf(fit, "int8_arch", 0.2, 0.95 / (volta["tc_eff"] * fit.c["int8_factor"]))
+    fit.notes["volta.int8_arch"] = (f"MLPerf Inference closed (NVIDIA) ResNet-50 offline: AGX Orin over AGX Xavier "
+                                    f"{MLPERF_ORIN_OVER_XAVIER}x, GPU and two DLAs at batch 64")
+
+
+def _match_mlperf(fit: Fit, name: str, lo: float, hi: float) -> None:
+    """Volta's constant ``name`` (the higher, the faster Xavier's int8 ResNet-50) such that AGX
+    Orin over AGX Xavier is MLPerf's ratio; bisection in log space within [lo, hi]."""
     common = dict(source="MLPERF_RATIO", mode="fastest", model="resnet50", precision="int8", batch=64,
                   processes=3, metric="throughput", value=1.0, unit="img/s", group="contrast", harness="graphs",
                   accelerator="gpu+dla")
     b = Batch([Case(id="xavier", device="agx-xavier", **common), Case(id="orin", device="agx-orin-64gb", **common)])
-    # no kernel passes its unit's peak: tc_eff x int8_factor x int8_arch stays below 0.95
-    lo, hi = 0.2, 0.95 / (fit.arch["volta"]["tc_eff"] * fit.c["int8_factor"])
     for _ in range(30):
         mid = (lo * hi) ** 0.5
-        fit.arch["volta"]["int8_arch"] = mid
+        fit.arch["volta"][name] = mid
         x, o = b.evaluate(fit.c, fit.arch, {})
         lo, hi = (mid, hi) if o / x > MLPERF_ORIN_OVER_XAVIER else (lo, mid)
-    fit.arch["volta"]["int8_arch"] = (lo * hi) ** 0.5
-    fit.notes["volta.int8_arch"] = (f"MLPerf Inference closed (NVIDIA) ResNet-50 offline: AGX Orin over AGX Xavier "
-                                    f"{MLPERF_ORIN_OVER_XAVIER}x, GPU and two DLAs at batch 64")
+    fit.arch["volta"][name] = (lo * hi) ** 0.5
 
 
 def _squash(z: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
