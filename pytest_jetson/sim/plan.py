@@ -87,7 +87,7 @@ class KernelTables:
         if key not in self.engines:
             hw = self.hw
             self.engines[key] = choose(self.w, hw.arch, int(sm or hw.sm_count), hw.has_tensor_cores, batch,
-                                       self.c, float(hw.top_hz), float(hw.top_bw or hw.bw))
+                                       self.c, float(hw.top_hz), float(hw.top_bw or hw.bw), planner=plan)
         return self.engines[key]
 
     def gid(self, unit: str, precision: str, batch: int, sm: Optional[int] = None) -> int:
