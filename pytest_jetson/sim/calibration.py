@@ -44,6 +44,7 @@ from .plan import (
     resolve_precision,
     transitions,
 )
+from .precision_choice import choose
 from .published import SOURCES, Case, cases, contrasts
 from .workload import KIND, load
 
@@ -182,6 +183,8 @@ def _prepare(case: Case) -> _Prepared:
         if ekey not in _ENGINES:
             _ENGINES[ekey] = plan(w, prec)
         engine = _ENGINES[ekey]
+        if n_gpu and prec == "int8":
+            engine = _chosen(w, hw, case, engine)
         io, n_tr = (w.io_in, w.io_out), (transitions(w) if n_dla else 0)
     mem_frac = 0.0
     if w is not None:
@@ -192,6 +195,35 @@ def _prepare(case: Case) -> _Prepared:
                      n_tr=n_tr, mem_frac=mem_frac, notes=notes, workload=w)
     _PREP[key] = prep
     return prep
+
+
+#: The constants the int8 builder's per-layer choice is priced with during a fit (the fit's own,
+#: set before each of its rounds); empty: the shipped ones.
+_CHOICE: Dict[str, Any] = {}
+
+
+def _chosen(w: Any, hw: Hardware, case: Case, default: Engine) -> Engine:
+    """The int8 engine the GPU runs (``precision_choice``), as ``plan.KernelTables`` chooses it."""
+    if not (hw.has_tensor_cores or rate(hw.arch, "cuda", "int8")):
+        return default
+    key = (case.model, case.resolution, "int8", hw.device_id, hw.sm_count, case.batch)
+    if key not in _ENGINES:
+        c = K.constants(hw.arch, hw.device_id, hw.family)
+        if _CHOICE:
+            c.update({k: v for k, v in _CHOICE["c"].items() if k not in ARCH_KEYS})
+            c.update(_CHOICE["arch"][hw.arch])
+        _ENGINES[key] = choose(w, hw.arch, hw.sm_count, hw.has_tensor_cores, case.batch, c, hw.top_hz,
+                               hw.top_bw or hw.bw)
+    return _ENGINES[key]
+
+
+def _rechoose(f: "Fit") -> None:
+    """Price the int8 engines' per-layer choice with the fit's current constants."""
+    _CHOICE.update(c=dict(f.c), arch={a: dict(v) for a, v in f.arch.items()})
+    for k in [k for k in _ENGINES if len(k) > 3]:
+        del _ENGINES[k]
+    for k in [k for k, p in _PREP.items() if p.precision == "int8" and p.n_gpu]:
+        del _PREP[k]
 
 
 class Batch:
@@ -368,21 +400,42 @@ def _direct(fit: Fit, train: List[Case]) -> None:
 def _volta_int8(fit: Fit) -> None:
     """Volta's int8 multiplier such that AGX Orin over AGX Xavier on ResNet-50 int8 (batch 64, a
     CUDA-graph replay, each board's fastest mode) is MLPerf's ratio, on what MLPerf ran: the GPU
-    and both DLAs, one process each (Xavier's DLAs add a larger share of its total than Orin's)."""
+    and both DLAs, one process each (Xavier's DLAs add a larger share of its total than Orin's).
+
+    Where no Volta row is in the fit (Volta held out), its tensor-core efficiency is not borrowed
+    from Ampere (0.72 where Xavier's own rows give 0.61: the held-out Xavier came out 20-45% too
+    fast): it is set from the same ratio, with Volta's int8 as efficient relative to its fp16 as
+    Ampere's (``int8_arch`` 1). That puts the whole of MLPerf's gap into the tensor cores' reach;
+    fitted on Xavier's own rows, the fp16 efficiency and the int8 shortfall separate again."""
+    volta = fit.arch["volta"]
+    held_out = fit.inherited.get("volta") is not None
+    if held_out:
+        volta["int8_arch"] = 1.0
+        # no kernel passes its unit's peak: tc_eff x int8_factor stays below 0.95
+        _match_mlperf(fit, "tc_eff", 0.3, min(0.95, 0.95 / fit.c["int8_factor"]))
+        fit.notes["volta.tc_eff"] = (f"MLPerf Inference closed (NVIDIA) ResNet-50 offline: AGX Orin over AGX "
+                                     f"Xavier {MLPERF_ORIN_OVER_XAVIER}x, GPU and two DLAs at batch 64, with "
+                                     "Volta's int8 relative to fp16 as Ampere's (no Volta row in this fit)")
+        return
+    # no kernel passes its unit's peak: tc_eff x int8_factor x int8_arch stays below 0.95
+    _match_mlperf(fit, "int8_arch", 0.2, 0.95 / (volta["tc_eff"] * fit.c["int8_factor"]))
+    fit.notes["volta.int8_arch"] = (f"MLPerf Inference closed (NVIDIA) ResNet-50 offline: AGX Orin over AGX Xavier "
+                                    f"{MLPERF_ORIN_OVER_XAVIER}x, GPU and two DLAs at batch 64")
+
+
+def _match_mlperf(fit: Fit, name: str, lo: float, hi: float) -> None:
+    """Volta's constant ``name`` (the higher, the faster Xavier's int8 ResNet-50) such that AGX
+    Orin over AGX Xavier is MLPerf's ratio; bisection in log space within [lo, hi]."""
     common = dict(source="MLPERF_RATIO", mode="fastest", model="resnet50", precision="int8", batch=64,
                   processes=3, metric="throughput", value=1.0, unit="img/s", group="contrast", harness="graphs",
                   accelerator="gpu+dla")
     b = Batch([Case(id="xavier", device="agx-xavier", **common), Case(id="orin", device="agx-orin-64gb", **common)])
-    # no kernel passes its unit's peak: tc_eff x int8_factor x int8_arch stays below 0.95
-    lo, hi = 0.2, 0.95 / (fit.arch["volta"]["tc_eff"] * fit.c["int8_factor"])
     for _ in range(30):
         mid = (lo * hi) ** 0.5
-        fit.arch["volta"]["int8_arch"] = mid
+        fit.arch["volta"][name] = mid
         x, o = b.evaluate(fit.c, fit.arch, {})
         lo, hi = (mid, hi) if o / x > MLPERF_ORIN_OVER_XAVIER else (lo, mid)
-    fit.arch["volta"]["int8_arch"] = (lo * hi) ** 0.5
-    fit.notes["volta.int8_arch"] = (f"MLPerf Inference closed (NVIDIA) ResNet-50 offline: AGX Orin over AGX Xavier "
-                                    f"{MLPERF_ORIN_OVER_XAVIER}x, GPU and two DLAs at batch 64")
+    fit.arch["volta"][name] = (lo * hi) ** 0.5
 
 
 def _squash(z: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -565,6 +618,7 @@ def fit(train: Optional[List[Case]] = None) -> Fit:
     params = _time_params(time_rows)
     nuisance = _nuisance_sources(time_rows)
     for _ in range(2):  # the GEMM efficiencies depend on the fitted saturation, and back
+        _rechoose(f)
         fitted = _fit_group(f, time_rows, params, nuisance)
         _direct(f, train)
     f.rows["time"] = len(time_rows)

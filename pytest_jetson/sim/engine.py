@@ -4,7 +4,11 @@ each kernel reads and writes.
 What TensorRT does, as the plan models it:
 
 * fp32/tf32/fp16 engines run every kernel in the engine's precision; a concatenation costs
-  nothing (its producers write straight into their slice of the output: concat elimination).
+  nothing where its producers can write straight into their slice of the output (concat
+  elimination): each input is a kernel's whole output, read by no other concatenation (a tensor
+  lives in one buffer). Otherwise it is a copy kernel: an input that is a slice of another
+  tensor (ShuffleNetV2's channel split, YOLOv8's C2f split), or one that several
+  concatenations gather (DenseNet's features).
 * Quantized engines (int8, fp8, fp4) run convolutions, matrix products and pools quantized, and
   keep in fp16 what TensorRT keeps in fp16: stand-alone elementwise and activation layers,
   resizes, softmax, and a detector's heads (the last convolutions before an output, which
@@ -21,7 +25,7 @@ What TensorRT does, as the plan models it:
 """
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -87,11 +91,15 @@ def _heads(w: Workload) -> np.ndarray:
     return reaches & mm
 
 
-def _quantize(w: Workload, prec: np.ndarray, concat: np.ndarray, concat_free: np.ndarray) -> None:
+def _quantize(w: Workload, prec: np.ndarray, concat: np.ndarray, concat_free: np.ndarray,
+              fp16: Optional[np.ndarray] = None) -> None:
     """Int8 layer precisions in place: elementwise, resize, softmax and unknown kernels and the
-    convolutions that produce a graph output stay fp16; a concat takes its inputs' format."""
+    convolutions that produce a graph output stay fp16, and so do the kernels ``fp16`` marks (the
+    builder's per-layer choice, ``precision_choice``); a concat takes its inputs' format."""
     kind = w.kind
     keep16 = np.isin(kind, [KIND["elementwise"], KIND["resize"], KIND["softmax"], KIND["other"]]) | (_heads(w) & (kind != KIND["gemm"]))
+    if fp16 is not None:
+        keep16 = keep16 | fp16
     prec[:] = np.where(keep16, P["fp16"], prec)
     # A concat is eliminated when its inputs share one format (its producers write their slices);
     # where they do not (an fp16 resize beside an int8 conv), it is a real copy into fp16.
@@ -105,6 +113,17 @@ def _quantize(w: Workload, prec: np.ndarray, concat: np.ndarray, concat_free: np
         else:
             prec[i] = P["fp16"]
             concat_free[i] = False
+
+
+def _in_place(w: Workload, concat: np.ndarray) -> np.ndarray:
+    """Concatenations whose every input its producer can write into the output's buffer: a
+    kernel's whole output (not a view into a larger tensor) that no other concatenation reads."""
+    gathered = np.bincount(w.e_tensor[concat[w.e_kernel]], minlength=w.t_producer.size)
+    ok = np.ones(w.n_kernels, bool)
+    for k, t, e in zip(w.e_kernel, w.e_tensor, w.e_elems):
+        if concat[k] and (w.t_producer[t] < 0 or gathered[t] > 1 or e < w.t_elems[t] * (1 - 1e-9)):
+            ok[k] = False
+    return ok
 
 
 def _reads(w: Workload, prec: np.ndarray, t_prec: np.ndarray):
@@ -127,17 +146,36 @@ def _reads(w: Workload, prec: np.ndarray, t_prec: np.ndarray):
     return in_bytes, reform
 
 
-def plan(w: Workload, precision: str) -> Engine:
-    """The engine TensorRT builds from ``w`` at ``precision`` (already the effective precision)."""
+def _reformat_columns(elems: np.ndarray, src: np.ndarray, dst: np.ndarray) -> List[np.ndarray]:
+    """Reformat kernels as ``plan``'s columns: each reads ``elems`` values in ``src`` and writes
+    them in ``dst`` (one conversion per value)."""
+    m = elems.size
+    zeros, ones = np.zeros(m), np.ones(m)
+    return [np.full(m, KIND["reformat"]), dst, zeros, elems, zeros, elems * P_BYTES[src], elems * P_BYTES[dst],
+            ones, ones, ones, ones, ones, np.ones(m, bool), np.full(m, -1), zeros, ones]
+
+
+def reformats(elems: np.ndarray, src: int, dst: int) -> Engine:
+    """An engine of reformat kernels alone, one per entry of ``elems`` (to price them)."""
+    cols = _reformat_columns(np.asarray(elems, float), np.full(np.size(elems), src), np.full(np.size(elems), dst))
+    return Engine(kind=cols[0].astype(np.int64), prec=cols[1].astype(np.int64), macs=cols[2], flops=cols[3],
+                  weight_bytes=cols[4], in_bytes=cols[5], out_bytes=cols[6], spatial=cols[7], n_out=cols[8],
+                  k_red=cols[9], cin_g=cols[10], groups=cols[11], dla_ok=cols[12].astype(bool),
+                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], reformats=int(np.size(elems)))
+
+
+def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None) -> Engine:
+    """The engine TensorRT builds from ``w`` at ``precision`` (already the effective precision);
+    ``fp16``: kernels of a quantized engine kept in fp16 besides those the rules above keep."""
     n = w.n_kernels
     base = P[precision]
     prec = np.full(n, base, dtype=np.int64)
     kind = w.kind
     quant = precision in QUANTIZED
     concat = np.array([k == KIND["concat"] and op == "Concat" for k, op in zip(kind, w.op)], bool)
-    concat_free = concat.copy()
+    concat_free = concat & _in_place(w, concat)
     if quant:
-        _quantize(w, prec, concat, concat_free)
+        _quantize(w, prec, concat, concat_free, fp16)
 
     t_prec = np.full(w.t_producer.size, P["fp32"], dtype=np.int64)  # graph inputs: fp32 bindings
     produced = w.t_producer >= 0
@@ -162,14 +200,8 @@ def plan(w: Workload, precision: str) -> Engine:
             out_bytes[keep], spatial[keep], n_out[keep], k_red[keep], cin_g[keep], groups[keep], w.dla_ok[keep],
             np.flatnonzero(keep), w.k_sfu[keep], simple[keep]]
     if reform:
-        elems = np.array([v[0] for v in reform.values()])
-        src = np.array([v[1] for v in reform.values()])
-        dst = np.array([k[1] for k in reform])
-        m = len(reform)
-        zeros = np.zeros(m)
-        extra = [np.full(m, KIND["reformat"]), dst, zeros, elems, zeros, elems * P_BYTES[src],
-                 elems * P_BYTES[dst], np.ones(m), np.ones(m), np.ones(m), np.ones(m), np.ones(m),
-                 np.ones(m, bool), np.full(m, -1), zeros, np.ones(m)]
+        extra = _reformat_columns(np.array([v[0] for v in reform.values()]),
+                                  np.array([v[1] for v in reform.values()]), np.array([k[1] for k in reform]))
         cols = [np.concatenate([a, b]) for a, b in zip(cols, extra)]
     return Engine(kind=cols[0].astype(np.int64), prec=cols[1].astype(np.int64), macs=cols[2], flops=cols[3],
                   weight_bytes=cols[4], in_bytes=cols[5], out_bytes=cols[6], spatial=cols[7], n_out=cols[8],

@@ -32,6 +32,7 @@ class Hardware:
     cpu_mhz: float
     dla_hz: float
     max_budget_w: Optional[float] = None  # the largest budget among the profile's modes
+    top_bw: float = 0.0     # the board's peak DRAM bandwidth (its fastest memory clock)
     cpu_perf: float = 1.0   # work per clock of one CPU core relative to a Cortex-A78AE
     notes: List[str] = field(default_factory=list)
 
@@ -164,7 +165,7 @@ def resolve(device: Any, power_mode: Any = None) -> Hardware:
     dla_mhz = _dla_mhz(prof, mode, notes)
     budgets = [m.budget_w for m in prof.power_modes if m.budget_w]
     top = max([m.gpu_max_mhz for m in prof.power_modes if m.gpu_max_mhz] + [float(f)])
-    return Hardware(top_hz=float(top) * 1e6,
+    return Hardware(top_hz=float(top) * 1e6, top_bw=float(prof.memory_bandwidth_gbs) * 1e9,
         max_budget_w=max(budgets) if budgets else None,
         device_id=prof.id, name=prof.name, family=prof.family, arch=arch, sm_count=int(sm),
         has_tensor_cores=bool(prof.tensor_cores), dla_count=int(prof.dla_count or 0),

@@ -103,7 +103,7 @@ def layer_times(device: Any, model: Any, precision: str = "fp16", batch: int = 1
     p = planning.resolve_precision(hw, precision, profile_precisions(device), notes, h)
     w = load(model, resolution, input_shape)
     c = planning.device_constants(hw, notes)
-    e = planning.KernelTables(w, hw, c).engine(p)
+    e = planning.KernelTables(w, hw, c).gpu_engine(p, batch)
     costs = gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, batch, c)
     f = float(prediction.gpu_clock_mhz) * 1e6 if prediction is not None else float(hw.gpu_hz)
     t_math = np.asarray(costs.a, float) / f

@@ -8,12 +8,13 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import constants as K
-from .arch import effective_precision
+from .arch import effective_precision, rate
 from .core import Tables
 from .costs import dla_costs, fallback_costs, gpu_costs, memory_per_process
 from .engine import Engine, plan
 from .hardware import Hardware, cores_per_sm
 from .harness_model import Harness
+from .precision_choice import choose
 from .workload import Workload
 
 ACCELERATORS = ("gpu", "dla", "gpu+dla")
@@ -71,9 +72,23 @@ class KernelTables:
         self._tables: Optional[Tables] = None
 
     def engine(self, precision: str) -> Engine:
+        """The engine by the rules of ``engine.plan`` (every layer that can be quantized is)."""
         if precision not in self.engines:
             self.engines[precision] = plan(self.w, precision)
         return self.engines[precision]
+
+    def gpu_engine(self, precision: str, batch: int, sm: Optional[int] = None) -> Engine:
+        """The engine the GPU runs: an int8 engine as the builder keeps it, each layer in the
+        faster of int8 and fp16 with its reformats (``precision_choice``), at this batch and SM
+        count and the board's top clocks (the same engine in every power mode)."""
+        if precision != "int8" or not (self.hw.has_tensor_cores or rate(self.hw.arch, "cuda", "int8")):
+            return self.engine(precision)
+        key = f"{precision}:{batch}:{int(sm or self.hw.sm_count)}"
+        if key not in self.engines:
+            hw = self.hw
+            self.engines[key] = choose(self.w, hw.arch, int(sm or hw.sm_count), hw.has_tensor_cores, batch,
+                                       self.c, float(hw.top_hz), float(hw.top_bw or hw.bw), planner=plan)
+        return self.engines[key]
 
     def gid(self, unit: str, precision: str, batch: int, sm: Optional[int] = None) -> int:
         """The table of one engine; ``sm``: the SMs the power mode leaves on (default the profile's)."""
@@ -82,7 +97,8 @@ class KernelTables:
         if key not in self.index:
             hw, c = self.hw, self.c
             if unit == "gpu":
-                item = gpu_costs(self.engine(precision), hw.arch, sm, hw.has_tensor_cores, batch, c)
+                item = gpu_costs(self.gpu_engine(precision, batch, sm), hw.arch, sm, hw.has_tensor_cores,
+                                 batch, c)
             elif unit == "dla":
                 item = dla_costs(self.engine(precision), hw.arch, precision, batch, c)
             else:  # the layers a DLA engine hands back to the GPU, in fp16

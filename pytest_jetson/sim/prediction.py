@@ -184,7 +184,7 @@ def predict(device: Any, model: Any, precision: str = "fp16", batch: int = 1, pr
     breakdown.update({k: out[k] for k in ("t_gpu", "t_host", "t_copy", "p_gpu", "p_mem", "p_cpu", "p_dla")})
     breakdown["dram_bytes_per_item"] = out["bytes_rate"] / thr
     if n_gpu:
-        eng = kernels.engine(p)
+        eng = kernels.gpu_engine(p, batch)
         breakdown["kernels"] = float(eng.n)
         breakdown["reformats"] = float(eng.reformats)
     return Prediction(

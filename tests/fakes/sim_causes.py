@@ -24,8 +24,8 @@ def fp32_layer(model: str, layer: str) -> Iterator[None]:
     i = _index(model, layer)
     original = sim_engine._quantize
 
-    def quantize(w, prec, concat, concat_free):
-        original(w, prec, concat, concat_free)
+    def quantize(w, prec, concat, concat_free, *rest):
+        original(w, prec, concat, concat_free, *rest)
         if w.n_kernels > i and w.name == model:
             prec[i] = sim_engine.P["fp32"]
 
@@ -62,8 +62,8 @@ def widened(model: str, layer: str, factor: float = 2.0) -> Iterator[None]:
     i = _index(model, layer)
     original = sim_plan.plan
 
-    def plan(w, precision):
-        e = original(w, precision)
+    def plan(w, precision, **kw):
+        e = original(w, precision, **kw)
         if w.name == model:
             row = np.flatnonzero(e.source == i)
             for name in ("macs", "flops", "weight_bytes", "out_bytes", "n_out"):
