@@ -637,6 +637,10 @@ def fit(train: Optional[List[Case]] = None) -> Fit:
 
 
 def predict_cases(f: Fit, items: List[Case], held_out: Sequence[str] = ()) -> np.ndarray:
+    if _CHOICE.get("c") != f.c or _CHOICE.get("arch") != f.arch:
+        # priced with f's own constants, not whichever fit ran last (a held-out source's, or the
+        # unrounded ones before calibrate writes them)
+        _rechoose(f)
     scale = {s: v for s, v in f.host_scale.items() if s not in held_out}
     return Batch(items).evaluate(f.c, f.arch, scale)
 

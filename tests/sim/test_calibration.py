@@ -242,3 +242,16 @@ def test_sweep_command_errors_are_messages_not_tracebacks(capsys, tmp_path):
     path = tmp_path / "rows.json"
     assert sweep_main(["--device", "orin-nano", "--model", "resnet50", "--json", str(path)]) == 0
     assert json.loads(path.read_text())["rows"][0]["device"] == "orin-nano-8gb"
+
+
+def test_predictions_price_the_int8_choice_with_their_own_constants():
+    """A fit's rounds leave the int8 builder's choice priced with their constants; predictions of
+    other constants (the shipped ones, after calibrate writes them) must not inherit it."""
+    cs = [c for c in published.cases()[0] if c.precision == "int8" and c.group == "time"]
+    shipped = calibration.stored_fit()
+    before = calibration.predict_cases(shipped, cs)
+    slow_int8 = calibration.stored_fit()
+    slow_int8.c["int8_factor"] = 0.5  # its lower bound: most layers would rather stay fp16
+    calibration._rechoose(slow_int8)  # what each round of fit() does with its constants
+    after = calibration.predict_cases(calibration.stored_fit(), cs)
+    assert len(cs) > 10 and after == pytest.approx(before, rel=1e-9)
