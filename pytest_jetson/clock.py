@@ -30,6 +30,33 @@ _perf_counter = time.perf_counter
 _cpu_clock = time.process_time
 
 
+class _Settled:
+    """A mark in a clock's stretches: ``loads[:index]`` all end before ``t``. A stretch only
+    grows at the present (``announce``'s owner moves its end while it runs), so one that ended
+    before a time already asked about stays ended there."""
+
+    __slots__ = ("index", "t")
+
+    def __init__(self) -> None:
+        self.index, self.t = 0, -math.inf
+
+    def first(self, loads: List[List[Any]], i: int, t: float) -> int:
+        """The first of ``loads[:i]`` that may still run at ``t`` (or later), moving the mark
+        there; 0 for a time before the last asked about (looked at in full)."""
+        if t < self.t:
+            return 0
+        lo = self.index
+        while lo < i and loads[lo][1] < t:
+            lo += 1
+        self.index, self.t = lo, t
+        return lo
+
+    def inserted(self, i: int, end: float) -> None:
+        """A stretch was inserted at ``i`` (announced after one that starts later)."""
+        if i < self.index:
+            self.index = self.index + 1 if end < self.t else i
+
+
 class SimClock:
     """Monotonic virtual seconds since creation (``now``), moved forward by ``advance``."""
 
@@ -41,13 +68,11 @@ class SimClock:
         #: [start, end, load] of every busy stretch announced, in order of start.
         self.loads: List[List[Any]] = []
         self._starts: List[float] = []
-        # load_edges is asked about ever later spans (a telemetry source walks forward), so the
-        # stretches that ended before the last span it was asked about are not looked at again:
-        # loads[:_settled] all end before _settled_t. A stretch only grows at the present
-        # (``announce``'s owner moves its end while it runs), so one that ended before a span
-        # already asked about stays ended there.
-        self._settled = 0
-        self._settled_t = -math.inf
+        # load_edges and load_at are asked about ever later times (a telemetry source walks
+        # forward), so the stretches that ended before the last time each was asked about are not
+        # looked at again (one mark each: they walk apart)
+        self._edges_from = _Settled()
+        self._at_from = _Settled()
         # host timing of a measured function (None: off): board s per host s, the perf_counter
         # of the last checkpoint, the host s measured since host_begin, the load a host stretch
         # is announced as (given the last engine load), the last stretch announced and load seen
@@ -71,19 +96,25 @@ class SimClock:
                 i = bisect.bisect_right(self._starts, rec[0])
                 self.loads.insert(i, rec)
                 self._starts.insert(i, rec[0])
-                if i < self._settled:
-                    self._settled = self._settled + 1 if rec[1] < self._settled_t else i
+                self._edges_from.inserted(i, rec[1])
+                self._at_from.inserted(i, rec[1])
             else:
                 self.loads.append(rec)
                 self._starts.append(rec[0])
         return rec
 
     def load_at(self, t: float) -> Optional[Any]:
-        """The load announced as running at virtual time ``t`` (the latest to start), or None."""
-        i = bisect.bisect_right(self._starts, t)
-        for rec in reversed(self.loads[max(0, i - 64):i]):
-            if rec[0] <= t < rec[1]:
-                return rec[2]
+        """The load announced as running at virtual time ``t`` (the latest to start), or None.
+
+        Exact however far back the running stretch began (a whole window's load around
+        thousands of paced calls), and linear over a session that asks about later times."""
+        with self._lock:
+            loads = self.loads
+            i = bisect.bisect_right(self._starts, t)
+            lo = self._at_from.first(loads, i, t)
+            for k in range(i - 1, lo - 1, -1):
+                if t < loads[k][1]:
+                    return loads[k][2]
         return None
 
     def first_load(self) -> Optional[Any]:
@@ -97,12 +128,7 @@ class SimClock:
         with self._lock:
             loads = self.loads
             i = bisect.bisect_right(self._starts, b)
-            lo = 0
-            if a >= self._settled_t:
-                lo = self._settled
-                while lo < i and loads[lo][1] < a:
-                    lo += 1
-                self._settled, self._settled_t = lo, a
+            lo = self._edges_from.first(loads, i, a)
             out = set()
             for k in range(lo, i):
                 start, end = loads[k][0], loads[k][1]

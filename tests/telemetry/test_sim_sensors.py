@@ -204,6 +204,47 @@ def test_load_edges_are_every_start_and_end_in_the_span(steps):
             assert clock.load_edges(a, b) == _naive_edges(clock.loads, a, b)
 
 
+def _naive_load_at(loads, t):
+    running = [rec for rec in loads if rec[0] <= t < rec[1]]
+    # the latest to start; of two that start together, the later announced
+    return max(reversed(running), key=lambda rec: rec[0])[2] if running else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 3), st.booleans(), st.floats(0, 4)), min_size=1,
+                max_size=30))
+def test_the_load_at_a_time_is_the_latest_started_stretch_running_then(steps):
+    """Asked forward (a source sampling) and back (a second window), with stretches grown at the
+    present and announced late: the same load as a scan of every stretch."""
+    clock = SimClock()
+    rec = None
+    for gap, length, grow, back in steps:
+        clock.advance(gap)
+        t = clock.now()
+        if grow and rec is not None and rec[1] <= t:
+            rec[1] = t + length
+        else:
+            rec = clock.announce(object(), t, t + length)
+        clock.announce(object(), max(0.0, t - back), max(0.0, t - back) + length / 2)
+        for q in (t, t - back, t + length / 3, t - 0.5):
+            assert clock.load_at(q) is _naive_load_at(clock.loads, q)
+
+
+def test_a_windows_load_reads_between_hundreds_of_paced_calls():
+    """A sampler's whole-window load around 300 calls at a camera's rate: between two calls the
+    board runs the window's load, however many calls ago the window began."""
+    clock = SimClock()
+    src = SimulatedSource(clock, seed=0)
+    window, call = workload(power=9.0), workload(power=20.0)
+    src.set_load(window, 0.0)
+    for k in range(300):
+        clock.announce(call, k / 30, k / 30 + 0.01)
+    clock.advance(10.0)
+    src.end_load(10.0)
+    assert clock.load_at(299 / 30 + 0.02) is window and clock.load_at(299 / 30 + 0.005) is call
+    assert clock.load_at(10.5) is None
+
+
 class _CountingList(list):
     """Counts the stretches read out of the clock's record."""
 
@@ -226,9 +267,11 @@ def test_a_long_session_reads_the_recent_stretches_only():
         clock.announce(object(), t, t + 1.0)
         clock.advance(1.5)
         clock.load_edges(t - 0.5, clock.now())
+        clock.load_at(t + 1.25)
     _CountingList.read = 0
     t = clock.now()
     clock.announce(object(), t, t + 1.0)
     clock.advance(1.5)
     assert clock.load_edges(t - 0.25, clock.now()) == [t, t + 1.0]
-    assert _CountingList.read <= 8
+    assert clock.load_at(t + 0.5) is clock.loads[-1][2] and clock.load_at(t + 1.25) is None
+    assert _CountingList.read <= 12
