@@ -183,13 +183,15 @@ def _naive_edges(loads, a, b):
     return sorted({x for rec in loads for x in rec[:2] if a < x < b})
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 3), st.booleans(), st.floats(0, 4)), min_size=1,
-                max_size=30))
-def test_load_edges_are_every_start_and_end_in_the_span(steps):
-    """Stretches announced at the present, in the past, left to grow, asked about in spans that
-    move forward (a source sampling) or look back (a second window): the same edges as a scan of
-    every stretch."""
+#: steps of a session: (gap before it, stretch length, grow the running stretch, how far back a
+#: late announcement starts)
+STEPS = st.lists(st.tuples(st.floats(0, 5), st.floats(0, 3), st.booleans(), st.floats(0, 4)), min_size=1,
+                 max_size=30)
+
+
+def _session(steps):
+    """Stretches announced at the present, in the past, or left to grow: (clock, now, length,
+    back) after each step."""
     clock = SimClock()
     rec = None
     for gap, length, grow, back in steps:
@@ -200,6 +202,15 @@ def test_load_edges_are_every_start_and_end_in_the_span(steps):
         else:
             rec = clock.announce(object(), t, t + length)
         clock.announce(object(), max(0.0, t - back), max(0.0, t - back) + length / 2)  # announced late
+        yield clock, t, length, back
+
+
+@settings(max_examples=60, deadline=None)
+@given(STEPS)
+def test_load_edges_are_every_start_and_end_in_the_span(steps):
+    """Asked about in spans that move forward (a source sampling) or look back (a second window):
+    the same edges as a scan of every stretch."""
+    for clock, t, length, back in _session(steps):
         for a, b in ((t - 1.0, t + length), (t - back - 1.0, t + 1.0)):
             assert clock.load_edges(a, b) == _naive_edges(clock.loads, a, b)
 
@@ -211,38 +222,13 @@ def _naive_load_at(loads, t):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 3), st.booleans(), st.floats(0, 4)), min_size=1,
-                max_size=30))
+@given(STEPS)
 def test_the_load_at_a_time_is_the_latest_started_stretch_running_then(steps):
-    """Asked forward (a source sampling) and back (a second window), with stretches grown at the
-    present and announced late: the same load as a scan of every stretch."""
-    clock = SimClock()
-    rec = None
-    for gap, length, grow, back in steps:
-        clock.advance(gap)
-        t = clock.now()
-        if grow and rec is not None and rec[1] <= t:
-            rec[1] = t + length
-        else:
-            rec = clock.announce(object(), t, t + length)
-        clock.announce(object(), max(0.0, t - back), max(0.0, t - back) + length / 2)
+    """Asked forward (a source sampling) and back (a second window): the same load as a scan of
+    every stretch."""
+    for clock, t, length, back in _session(steps):
         for q in (t, t - back, t + length / 3, t - 0.5):
             assert clock.load_at(q) is _naive_load_at(clock.loads, q)
-
-
-def test_a_windows_load_reads_between_hundreds_of_paced_calls():
-    """A sampler's whole-window load around 300 calls at a camera's rate: between two calls the
-    board runs the window's load, however many calls ago the window began."""
-    clock = SimClock()
-    src = SimulatedSource(clock, seed=0)
-    window, call = workload(power=9.0), workload(power=20.0)
-    src.set_load(window, 0.0)
-    for k in range(300):
-        clock.announce(call, k / 30, k / 30 + 0.01)
-    clock.advance(10.0)
-    src.end_load(10.0)
-    assert clock.load_at(299 / 30 + 0.02) is window and clock.load_at(299 / 30 + 0.005) is call
-    assert clock.load_at(10.5) is None
 
 
 class _CountingList(list):
