@@ -231,6 +231,21 @@ def test_the_load_at_a_time_is_the_latest_started_stretch_running_then(steps):
             assert clock.load_at(q) is _naive_load_at(clock.loads, q)
 
 
+def test_a_windows_load_reads_between_hundreds_of_paced_calls():
+    """A sampler's whole-window load around 300 calls at a camera's rate: between two calls the
+    board runs the window's load, however many calls ago the window began."""
+    clock = SimClock()
+    src = SimulatedSource(clock, seed=0)
+    window, call = workload(power=9.0), workload(power=20.0)
+    src.set_load(window, 0.0)
+    for k in range(300):
+        clock.announce(call, k / 30, k / 30 + 0.01)
+    clock.advance(10.0)
+    src.end_load(10.0)
+    assert clock.load_at(299 / 30 + 0.02) is window and clock.load_at(299 / 30 + 0.005) is call
+    assert clock.load_at(10.5) is None
+
+
 class _CountingList(list):
     """Counts the stretches read out of the clock's record."""
 
