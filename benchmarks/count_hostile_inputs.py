@@ -464,7 +464,10 @@ def _item10() -> List[Case]:
 def test_fast(trt_engine, perf):
     perf.measure(trt_engine("resnet18"), {kw}{', warmup="0s"' if 'warmup' not in kw else ''})
 '''
-        cases.append(Case(10, f"perf.measure({kw})", ["test_suite.py"], "error", [kw.split("=")[0]], suite=suite))
+        # the largest count allowed runs (inside the timeout and the memory cap); the rest are refused
+        allowed = kw == "iterations=10**7"
+        cases.append(Case(10, f"perf.measure({kw})", ["test_suite.py"], "pass" if allowed else "error",
+                          [] if allowed else [kw.split("=")[0]], suite=suite))
     return cases
 
 
