@@ -8,7 +8,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import BaselineError
 from ..fileio import file_kind
@@ -101,6 +101,22 @@ def read_bytes(path: Path, fix: str, what: str = "baseline file",
                kind: str = "a JSON file written by --jetson-update-baselines",
                max_bytes: int = MAX_BYTES) -> Optional[bytes]:
     """``read_text``'s bytes, undecoded."""
+    opened = open_regular(path, fix, what, kind, max_bytes)
+    if opened is None:
+        return None
+    fd, _ = opened
+    try:
+        return b"".join(read_chunks(fd, path, fix, what, max_bytes))
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: Path, fix: str, what: str = "baseline file",
+                 kind: str = "a JSON file written by --jetson-update-baselines",
+                 max_bytes: int = MAX_BYTES) -> Optional[Tuple[int, os.stat_result]]:
+    """The file opened for reading and its status (the caller closes it); None when it does not
+    exist. A FIFO is opened without blocking and, like a device or a file over ``max_bytes``,
+    refused unread."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(str(path), flags)
@@ -129,18 +145,28 @@ def read_bytes(path: Path, fix: str, what: str = "baseline file",
         if st.st_size > max_bytes:
             raise BaselineError(f"{what} {path} is {st.st_size} bytes, more than any {what} "
                                 f"({max_bytes} bytes at most); {fix}")
-        chunks = []
-        total = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > max_bytes:
-                raise BaselineError(f"{what} {path} is larger than any {what}; {fix}")
-            chunks.append(chunk)
     except OSError as exc:
-        raise BaselineError(f"{what} {path} cannot be read ({exc.strerror or exc}); {fix}") from None
-    finally:
         os.close(fd)
-    return b"".join(chunks)
+        raise BaselineError(f"{what} {path} cannot be read ({exc.strerror or exc}); {fix}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_chunks(fd: int, path: Path, fix: str, what: str = "baseline file", max_bytes: int = MAX_BYTES,
+                size: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of a file ``open_regular`` opened, ``size`` at most at a time, to its end; a file
+    that grows past ``max_bytes`` while it is read is refused."""
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, size)
+        except OSError as exc:
+            raise BaselineError(f"{what} {path} cannot be read ({exc.strerror or exc}); {fix}") from None
+        if not chunk:
+            return
+        total += len(chunk)
+        if total > max_bytes:
+            raise BaselineError(f"{what} {path} is larger than any {what}; {fix}")
+        yield chunk

@@ -79,8 +79,6 @@ import datetime as _dt
 import gzip
 import json
 import math
-import re
-import zlib
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -88,18 +86,18 @@ from .. import __version__, fileio
 from ..errors import BaselineError
 from ..gate.entries import entry_ref, make_entry
 from ..gate.entry_schema import validate_entry
-from ..gate.safe_read import JSONProblem, decode, decoder, loads, read_bytes
+from ..gate.safe_read import JSONProblem, loads
 from ..gate.session import TestResult
 from ..metrics import METRICS
 from ..options import REPORTED_FIELDS
 from ..run.measurement import Spread
 from .counts import TestCounts, from_results
 from .render import message
+from .report_text import MAX_REPORT_BYTES as MAX_REPORT_BYTES  # where readers of reports find it
+from .report_text import Source, Walk
 
 KIND = "pytest-jetson-report"
 SCHEMA = 1
-#: Reports keep every sample only on request; even then a suite's report stays well under this.
-MAX_REPORT_BYTES = 1 << 30
 
 SETTINGS_FIELDS = REPORTED_FIELDS
 
@@ -235,34 +233,6 @@ def _value_text(key: str, value: Any) -> str:
     return compact(value)
 
 
-def _inflate(data: bytes, path: Path, fix: str) -> bytes:
-    """A gzipped report's bytes, never more than MAX_REPORT_BYTES (a small file can inflate to any size)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(data, MAX_REPORT_BYTES + 1)
-    except zlib.error as exc:
-        raise BaselineError(f"report {path} is not a readable gzip file ({exc}); {fix}") from None
-    if len(out) > MAX_REPORT_BYTES:
-        raise BaselineError(f"report {path} inflates to more than {MAX_REPORT_BYTES} bytes, more than any "
-                            f"report; {fix}")
-    return out
-
-
-def _text(path: Path) -> Tuple[str, str]:
-    """A report's text and the fix its errors name; refused unread where ``load`` refuses it."""
-    if path.is_dir():
-        raise BaselineError(f"report {path} is a directory; pass the JSON file written by "
-                            f"--jetson-report-json (e.g. {path / 'report.json'})")
-    fix = f"re-create it with pytest --jetson-report-json {path}"
-    data = read_bytes(path, fix, what="report", kind="the JSON file written by --jetson-report-json",
-                      max_bytes=MAX_REPORT_BYTES)
-    if data is None:
-        raise BaselineError(f"report {path} does not exist; write one with pytest --jetson-report-json {path}")
-    if data[:2] == b"\x1f\x8b":
-        data = _inflate(data, path, fix)
-    return decode(data, path, fix, what="report"), fix
-
-
 def _unreadable(path: Path, fix: str, exc: BaseException) -> BaselineError:
     if isinstance(exc, RecursionError):
         return BaselineError(f"report {path} is nested too deeply to be a report; {fix}")
@@ -276,11 +246,12 @@ def load(path: Union[str, Path]) -> Dict[str, Any]:
     """Read a report; BaselineError naming the file and the fix when it is not one. A FIFO, a
     device or a link to one is refused unread; numbers are read as strictly as baselines."""
     path = Path(path)
-    text, fix = _text(path)
+    source = Source(path)
+    text = source.check(keep=True)
     try:
         doc = loads(text)
     except (RecursionError, JSONProblem) as exc:
-        raise _unreadable(path, fix, exc) from None
+        raise _unreadable(path, source.fix, exc) from None
     _check_head(path, doc)
     return doc
 
@@ -296,84 +267,6 @@ def _check_head(path: Path, doc: Any) -> None:
         raise BaselineError(f"report {path}: 'tests' must be a list; re-create the report")
 
 
-_SPACE = re.compile(r"[ \t\n\r]*")
-
-
-class _Walk:
-    """A report's text read a value at a time: its header (every key but "tests") first, then
-    each test as it is asked for, then what follows the tests. Only one test's dict exists at a
-    time, so a report of ten thousand tests is never held whole as objects."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.i = 0
-        self.head: Dict[str, Any] = {}
-        self.dec = decoder()
-        #: False before "tests", True at its first element, None once every test was read
-        self.at_tests: Optional[bool] = False
-
-    def _skip(self) -> str:
-        self.i = _SPACE.match(self.text, self.i).end()  # type: ignore[union-attr]
-        return self.text[self.i:self.i + 1]
-
-    def _expect(self, chars: str) -> str:
-        found = self._skip()
-        if not found or found not in chars:
-            raise JSONProblem(f"not valid JSON: expected {' or '.join(repr(c) for c in chars)} at char {self.i}")
-        self.i += 1
-        return found
-
-    def _value(self) -> Any:
-        self._skip()
-        try:
-            value, self.i = self.dec.raw_decode(self.text, self.i)
-        except JSONProblem:
-            raise
-        except ValueError as exc:
-            raise JSONProblem(f"not valid JSON: {exc}") from None
-        return value
-
-    def members(self, first: bool) -> None:
-        """Read members into ``head`` up to "tests" (then ``at_tests``) or the end."""
-        if first:
-            self._expect("{")
-            if self._skip() == "}":
-                self.i += 1
-                return self._end()
-        while True:
-            key = self._value()
-            if not isinstance(key, str):
-                raise JSONProblem(f"not valid JSON: a key must be a string (char {self.i})")
-            if key in self.head or (key == "tests" and self.at_tests is None):
-                raise JSONProblem(f"the key {key!r} appears twice in one object")
-            self._expect(":")
-            if key == "tests" and self._skip() == "[":
-                self.i += 1
-                self.at_tests = True
-                return None
-            self.head[key] = self._value()
-            if self._expect(",}") == "}":
-                return self._end()
-
-    def _end(self) -> None:
-        if self._skip():
-            raise JSONProblem(f"not valid JSON: Extra data: char {self.i}")
-
-    def tests(self) -> Iterator[Any]:
-        if self._skip() == "]":
-            self.i += 1
-        else:
-            while True:
-                yield self._value()
-                if self._expect(",]") == "]":
-                    break
-        self.at_tests = None
-        if self._expect(",}") == ",":
-            self.members(first=False)
-        else:
-            self._end()
-
-
 def stream(path: Union[str, Path]) -> Tuple[Dict[str, Any], Iterator[TestResult]]:
     """A report's header and its tests as gate results, read one at a time (``result_of``);
     every error ``load`` and ``results`` give, raised where it is met. A report whose "tests" come
@@ -383,44 +276,51 @@ def stream(path: Union[str, Path]) -> Tuple[Dict[str, Any], Iterator[TestResult]
 
 
 def passes(path: Union[str, Path]) -> Tuple[Dict[str, Any], Callable[[], Iterator[TestResult]]]:
-    """As ``stream``, for a reader that goes through the tests more than once: the file is read
-    once (its text, never its tests, held between passes, so nothing can change under a second
-    pass) and each call of the function returned walks its tests afresh."""
+    """As ``stream``, for a reader that goes through the tests more than once: the file is checked
+    whole once (``report_text.Source``), then read again, a piece at a time, by each call of the
+    function returned, which walks its tests afresh; a file changed meanwhile is a BaselineError
+    naming it, never a second pass over other tests."""
     path = Path(path)
-    text, fix = _text(path)
-    walk = _walk(text, path, fix)
+    source = Source(path)
+    source.check()
+    walk = _walk(source)
     if walk is None:
+        text = "".join(source.pieces())
         try:
             doc = loads(text)
         except (RecursionError, JSONProblem) as exc:
-            raise _unreadable(path, fix, exc) from None
+            raise _unreadable(path, source.fix, exc) from None
         _check_head(path, doc)
         listed = doc.pop("tests")
         return doc, lambda: _results(iter(listed), path)
     head = walk.head
-    first: List[Optional[_Walk]] = [walk]
+    first: List[Optional[Walk]] = [walk]
 
     def each() -> Iterator[Any]:
-        current = first.pop() if first else _walk(text, path, fix)
+        current = first.pop() if first else _walk(source)
+        if current is None:  # the first walk found the tests after the header
+            raise source.changed()
         try:
-            yield from current.tests()  # type: ignore[union-attr]
+            yield from current.tests()
         except (RecursionError, JSONProblem) as exc:
-            raise _unreadable(path, fix, exc) from None
+            source.same()
+            raise _unreadable(path, source.fix, exc) from None
 
     return head, lambda: _results(each(), path)
 
 
-def _walk(text: str, path: Path, fix: str) -> Optional[_Walk]:
-    """A walk through the text standing at its first test, its header read and checked (None: the
-    report must be read whole, its tests before its kind)."""
-    walk = _Walk(text)
+def _walk(source: Source) -> Optional[Walk]:
+    """A walk through the report standing at its first test, its header read and checked (None:
+    the report must be read whole, its tests before its kind)."""
+    walk = Walk(source.pieces())
     try:
         walk.members(first=True)
     except (RecursionError, JSONProblem) as exc:
-        raise _unreadable(path, fix, exc) from None
+        source.same()
+        raise _unreadable(source.path, source.fix, exc) from None
     if not walk.at_tests or "kind" not in walk.head or "schema" not in walk.head:
         return None
-    _check_head(path, dict(walk.head, tests=[]))
+    _check_head(source.path, dict(walk.head, tests=[]))
     return walk
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_jetson.errors import BaselineError
-from pytest_jetson.report import jsonreport
+from pytest_jetson.report import jsonreport, report_text
 from pytest_jetson.run.measurement import Measurement
 
 
@@ -51,7 +51,7 @@ def test_streamed_reports_read_as_whole_ones(tmp_path_factory, n, indent, sort, 
 
 def test_the_plugins_own_report_is_streamed_a_test_at_a_time(tmp_path):
     path = jsonreport.write(tmp_path / "r.json", _doc(3))
-    walk = jsonreport._Walk(path.read_text())
+    walk = report_text.Walk(iter([path.read_text()]))
     walk.members(first=True)
     assert walk.at_tests and "tests" not in walk.head and walk.head["kind"] == jsonreport.KIND
     assert [t["nodeid"] for t in walk.tests()] == ["t.py::test_0", "t.py::test_1", "t.py::test_2"]
