@@ -20,11 +20,15 @@ from ..gate.safe_read import JSONProblem, decoder, open_regular, read_chunks
 
 #: Reports keep every sample only on request; even then a suite's report stays well under this.
 MAX_REPORT_BYTES = 1 << 30
-#: Bytes read from the file at a time, and the most text one piece of a gzipped report inflates to.
-CHUNK = 1 << 20
+#: Bytes read from the file at a time.
+CHUNK = 1 << 18
 #: The characters after a number that decide where it ends (``1.5``, ``1e+5``): a value decoded
 #: closer than this to the end of the text read so far is decoded again with more of it.
 _LOOKAHEAD = 3
+#: The bytes of a gzipped report given to the inflater at a time, and the most it inflates to
+#: at a time (the inflater's own buffers are a few times that).
+_GZIP_FEED = 1 << 14
+_GZIP_PIECE = 1 << 16
 
 
 def _identity(st: os.stat_result) -> Tuple[int, int, int, int]:
@@ -85,8 +89,8 @@ class Source:
                 raise self.changed()
             digest = hashlib.blake2b(digest_size=16)
             raw = _hashed(read_chunks(fd, path, fix, what="report", max_bytes=MAX_REPORT_BYTES, size=CHUNK), digest)
-            head, raw = _first_bytes(raw)
-            data = _inflate(raw, self, first) if head[:2] == b"\x1f\x8b" else raw
+            gzipped, raw = _gzipped(raw)
+            data = _inflate(raw, self, first) if gzipped else raw
             text = codecs.getincrementaldecoder("utf-8")()
             binary = False
             for chunk in data:
@@ -123,21 +127,20 @@ def _hashed(chunks: Iterator[bytes], digest: Any) -> Iterator[bytes]:
         yield chunk
 
 
-def _first_bytes(raw: Iterator[bytes]) -> Tuple[bytes, Iterator[bytes]]:
-    """The file's first bytes (two at least, where it has two: the gzip magic) and all of its
-    bytes."""
-    head = b""
+def _gzipped(raw: Iterator[bytes]) -> Tuple[bool, Iterator[bytes]]:
+    """Whether the file starts as gzip does, and all of its bytes."""
+    head = [b""]
     for chunk in raw:
-        head += chunk
-        if len(head) >= 2:
+        head[0] += chunk
+        if len(head[0]) >= 2:
             break
 
     def whole() -> Iterator[bytes]:
-        if head:
-            yield head
+        if head[0]:
+            yield head.pop()  # not held while the rest is read
         yield from raw
 
-    return head, whole()
+    return head[0][:2] == b"\x1f\x8b", whole()
 
 
 def _inflate(raw: Iterator[bytes], source: Source, first: bool) -> Iterator[bytes]:
@@ -147,26 +150,33 @@ def _inflate(raw: Iterator[bytes], source: Source, first: bool) -> Iterator[byte
     path, fix = source.path, source.fix
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     total = 0
-    for data in raw:
-        while not inflater.eof:
-            limit = min(CHUNK, MAX_REPORT_BYTES + 1 - total)
-            try:
-                out = inflater.decompress(data, limit)
-            except zlib.error as exc:
-                if not first:
-                    raise source.changed() from None
-                raise BaselineError(f"report {path} is not a readable gzip file ({exc}); {fix}") from None
-            total += len(out)
-            if total > MAX_REPORT_BYTES:
-                if not first:
-                    raise source.changed()
-                raise BaselineError(f"report {path} inflates to more than {MAX_REPORT_BYTES} bytes, more than any "
-                                    f"report; {fix}")
-            if out:
-                yield out
-            data = inflater.unconsumed_tail
-            if not data and len(out) < limit:
-                break  # this piece inflated, none of its output held back
+    for chunk in raw:
+        view = memoryview(chunk)
+        # fed a little at a time: what one call leaves uninflated is copied, and a report
+        # compresses ten times and more
+        for at in range(0, len(view), _GZIP_FEED):
+            if inflater.eof:
+                break
+            data: Any = view[at:at + _GZIP_FEED]
+            while True:
+                limit = min(_GZIP_PIECE, MAX_REPORT_BYTES + 1 - total)
+                try:
+                    out = inflater.decompress(data, limit)
+                except zlib.error as exc:
+                    if not first:
+                        raise source.changed() from None
+                    raise BaselineError(f"report {path} is not a readable gzip file ({exc}); {fix}") from None
+                total += len(out)
+                if total > MAX_REPORT_BYTES:
+                    if not first:
+                        raise source.changed()
+                    raise BaselineError(f"report {path} inflates to more than {MAX_REPORT_BYTES} bytes, more "
+                                        f"than any report; {fix}")
+                if out:
+                    yield out
+                data = inflater.unconsumed_tail
+                if inflater.eof or (not data and len(out) < limit):
+                    break  # this piece inflated, none of its output held back
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -208,11 +218,10 @@ class Walk:
                 got += len(piece)
         if not parts:
             return False
-        done = self.text[:self.i]
-        breaks = done.count("\n")
+        breaks = self.text.count("\n", 0, self.i)
         if breaks:
             self.lines += breaks
-            self.line_start = self.base + done.rfind("\n")
+            self.line_start = self.base + self.text.rfind("\n", 0, self.i)
         self.base += self.i
         self.text = "".join([self.text[self.i:]] + parts)
         self.i = 0
