@@ -5,8 +5,9 @@ Nano, 4 tests) writes a report; its tests are repeated under new node ids, each 
 scaled a little, into reports of ``TESTS`` tests, ``RUNS`` of them a day apart. Each command runs
 in its own process under a wrapper that prints its peak RSS. ``history`` reads the reports one at a
 time and keeps each run's followed points only; ``compare`` reads the old report once into an
-index by key (each measurement's kept figures) and walks the new one twice from one reading (the
-comparisons counted, then decided), so neither report's tests are held.
+index by key (each measurement's kept figures) and walks the new one twice (the comparisons
+counted, then decided), so neither report's tests are held. Each report's text is read a piece at
+a time (``report.report_text``), so not even its text is held whole.
 
 Run: ``JETSON_BENCH_HISTORY_RUNS=50 JETSON_BENCH_HISTORY_TESTS=1000 pytest
 benchmarks/test_bench_report_readers.py -s``; the default (5 reports of 200 tests) is the smoke size.
