@@ -42,13 +42,14 @@ STRICT = np.array([KIND["conv"], KIND["depthwise"], KIND["gemm"], KIND["pool"]])
 _MM = (KIND["conv"], KIND["gemm"])
 #: Architectures whose TensorRT copies every output of a Split or Slice in its own kernel, where
 #: newer builders hand the next layer a view. Evidence: torch2trt's benchmark on AGX Xavier
-#: (benchmarks/JETSON_XAVIER.md, TensorRT of JetPack 4.2) times ShuffleNetV2 x0.5 ... x2.0 at
-#: 2.17-2.48 ms over a 14x range of MACs, all fixed per-kernel cost: at the 19-20 us a kernel that
-#: MNASNet 0.5 (1.40 ms latency, about 56 kernels) shows under the same harness, x0.5's 2.17 ms
-#: is about 110 kernels, the 88 of its convolutions, concatenations and shuffles plus two slices
-#: for each of its 13 channel splits; without them the shuffles and concatenations alone would
-#: have to cost 25 us each. The boards of these architectures ran the TensorRT of JetPack 4
-#: (5.x-8.2; the Nano and TX2 never went further), so the rule follows the architecture.
+#: (NVIDIA-AI-IOT/torch2trt benchmarks/JETSON_XAVIER.md, commit 4e820ae; the TensorRT of
+#: JetPack 4.2) times ShuffleNetV2 x0.5 to x2.0 at 463-419 calls/s over a 14x range of MACs: fixed
+#: per-kernel cost. MNASNet 0.5 runs 54 kernels (16 blocks of three convolutions, stem, head,
+#: classifier) at 883 calls/s under the same harness, 21 us a kernel with its arithmetic; x0.5,
+#: with less arithmetic, takes 2.16 ms a call: 103 kernels or more at that rate, where its
+#: convolutions, concatenations and shuffles make 88, and 114 with a copy of each half of its 13
+#: channel splits. These boards ran the TensorRT of JetPack 4 (5.x to 8.2; the Nano and TX2 never
+#: went further), so the rule follows the architecture.
 SLICE_COPY_ARCHS = ("maxwell", "pascal", "volta")
 #: The workload kernel index a slice copy's row carries in ``Engine.source`` (reformats carry -1).
 SLICE = -2
