@@ -179,9 +179,9 @@ def _prepare(case: Case) -> _Prepared:
     else:
         w = load(case.model, case.resolution)
         n_gpu, n_dla = check_accelerator(case.accelerator, hw, case.processes, prec)
-        ekey = (case.model, case.resolution, prec)
+        ekey = (case.model, case.resolution, prec, hw.arch)
         if ekey not in _ENGINES:
-            _ENGINES[ekey] = plan(w, prec)
+            _ENGINES[ekey] = plan(w, prec, arch=hw.arch)
         engine = _ENGINES[ekey]
         if n_gpu and prec == "int8":
             engine = _chosen(w, hw, case, engine)
@@ -220,7 +220,7 @@ def _chosen(w: Any, hw: Hardware, case: Case, default: Engine) -> Engine:
 def _rechoose(f: "Fit") -> None:
     """Price the int8 engines' per-layer choice with the fit's current constants."""
     _CHOICE.update(c=dict(f.c), arch={a: dict(v) for a, v in f.arch.items()})
-    for k in [k for k in _ENGINES if len(k) > 3]:
+    for k in [k for k in _ENGINES if len(k) > 4]:
         del _ENGINES[k]
     for k in [k for k, p in _PREP.items() if p.precision == "int8" and p.n_gpu]:
         del _PREP[k]

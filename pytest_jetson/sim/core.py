@@ -113,7 +113,10 @@ def at_clock(T: Tables, cfg: Dict[str, np.ndarray], c: Dict[str, float], f: np.n
     gf0 = np.where(has_d, gf, 0)
     if np.any(has_d):
         dm, db = T.eval(gd0, np.maximum(cfg["dla_hz"], 1.0), bw)
-        t_dla = np.where(has_d, dm + db + T.n[gd0] * kernel_fixed_s(c, np.maximum(cfg["dla_hz"], 1.0), 0.0), 0.0)
+        # NVDLA runs a batch as one pass of the network per image, so each layer's set-up is paid
+        # once per image (cuDLA-samples: YOLOv5s 3.82 ms at batch 1, 62.54 ms at batch 16).
+        per_image = T.n[gd0] * cfg["batch"] * kernel_fixed_s(c, np.maximum(cfg["dla_hz"], 1.0), 0.0)
+        t_dla = np.where(has_d, dm + db + per_image, 0.0)
         fm, fb = T.eval(gf0, f, bw)
         t_fb = np.where(has_d & (T.n[gf0] > 0), fm + fb + T.n[gf0] * kernel_fixed_s(c, f, 0.0), 0.0)
         n_tr = cfg["n_tr"]

@@ -22,6 +22,8 @@ What TensorRT does, as the plan models it:
   (elementwise, concat, resize...) convert while they read.
 * The bindings are fp32: an engine in another precision reformats its input after the copy in and
   its outputs before the copy out.
+* A channel split or slice is a view into its input, except on the architectures of
+  ``SLICE_COPY_ARCHS`` (Maxwell, Pascal, Volta), where each output is copied by a kernel of its own.
 """
 
 from dataclasses import dataclass
@@ -38,6 +40,19 @@ QUANTIZED = ("int8", "fp8", "fp4")
 #: Kernels that read their input only in their own precision and layout.
 STRICT = np.array([KIND["conv"], KIND["depthwise"], KIND["gemm"], KIND["pool"]])
 _MM = (KIND["conv"], KIND["gemm"])
+#: Architectures whose TensorRT copies every output of a Split or Slice in its own kernel, where
+#: newer builders hand the next layer a view. Evidence: torch2trt's benchmark on AGX Xavier
+#: (NVIDIA-AI-IOT/torch2trt benchmarks/JETSON_XAVIER.md, commit 4e820ae; the TensorRT of
+#: JetPack 4.2) times ShuffleNetV2 x0.5 to x2.0 at 463-419 calls/s over a 14x range of MACs: fixed
+#: per-kernel cost. MNASNet 0.5 runs 54 kernels (16 blocks of three convolutions, stem, head,
+#: classifier) at 883 calls/s under the same harness, 21 us a kernel with its arithmetic; x0.5,
+#: with less arithmetic, takes 2.16 ms a call: 103 kernels or more at that rate, where its
+#: convolutions, concatenations and shuffles make 88, and 114 with a copy of each half of its 13
+#: channel splits. These boards ran the TensorRT of JetPack 4 (5.x to 8.2; the Nano and TX2 never
+#: went further), so the rule follows the architecture.
+SLICE_COPY_ARCHS = ("maxwell", "pascal", "volta")
+#: The workload kernel index a slice copy's row carries in ``Engine.source`` (reformats carry -1).
+SLICE = -2
 
 
 @dataclass
@@ -164,9 +179,22 @@ def reformats(elems: np.ndarray, src: int, dst: int) -> Engine:
                   source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], reformats=int(np.size(elems)))
 
 
-def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None) -> Engine:
+def _slice_columns(w: Workload, t_prec: np.ndarray) -> List[np.ndarray]:
+    """A copy kernel per view output of a Split or Slice: it reads and writes the slice in the
+    precision of the tensor it is cut from (no arithmetic)."""
+    elems = np.asarray(w.v_elems, float)
+    m = elems.size
+    prec = t_prec[w.v_tensor] if m else np.zeros(0, dtype=np.int64)
+    zeros, ones = np.zeros(m), np.ones(m)
+    moved = elems * P_BYTES[prec]
+    return [np.full(m, KIND["other"]), prec, zeros, zeros, zeros, moved, moved, ones, ones, ones, ones, ones,
+            np.zeros(m, bool), np.full(m, SLICE), zeros, zeros]
+
+
+def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None, arch: Optional[str] = None) -> Engine:
     """The engine TensorRT builds from ``w`` at ``precision`` (already the effective precision);
-    ``fp16``: kernels of a quantized engine kept in fp16 besides those the rules above keep."""
+    ``fp16``: kernels of a quantized engine kept in fp16 besides those the rules above keep;
+    ``arch``: the GPU's architecture (slices are copied on ``SLICE_COPY_ARCHS``; None: views)."""
     n = w.n_kernels
     base = P[precision]
     prec = np.full(n, base, dtype=np.int64)
@@ -203,6 +231,8 @@ def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None) -> Engi
         extra = _reformat_columns(np.array([v[0] for v in reform.values()]),
                                   np.array([v[1] for v in reform.values()]), np.array([k[1] for k in reform]))
         cols = [np.concatenate([a, b]) for a, b in zip(cols, extra)]
+    if arch in SLICE_COPY_ARCHS and np.size(w.v_elems):
+        cols = [np.concatenate([a, b]) for a, b in zip(cols, _slice_columns(w, t_prec))]
     return Engine(kind=cols[0].astype(np.int64), prec=cols[1].astype(np.int64), macs=cols[2], flops=cols[3],
                   weight_bytes=cols[4], in_bytes=cols[5], out_bytes=cols[6], spatial=cols[7], n_out=cols[8],
                   k_red=cols[9], cin_g=cols[10], groups=cols[11], dla_ok=cols[12].astype(bool),

@@ -21,7 +21,7 @@ from . import plan as planning
 from .arch import PRECISIONS
 from .core import kernel_fixed_s
 from .costs import gpu_costs
-from .engine import P_BYTES, STRICT, Engine
+from .engine import P_BYTES, SLICE, STRICT, Engine
 from .hardware import profile_precisions, resolve
 from .harness_model import get as get_harness
 from .workload import KINDS, Workload, _aliases, _costed_kernels, file_shapes, file_stats, load
@@ -117,6 +117,7 @@ def layer_times(device: Any, model: Any, precision: str = "fp16", batch: int = 1
         times = times * (float(prediction.gpu_time) / float(times.sum()))
     names = _kernel_names(model, resolution, input_shape, w)
     reformats = iter(_reformat_names(w, e, names))
+    views = iter(range(len(w.v_name)))
     rows, order = [], []
     for i in range(e.n):
         kind = KINDS[int(e.kind[i])]
@@ -126,6 +127,11 @@ def layer_times(device: Any, model: Any, precision: str = "fp16", batch: int = 1
             typ = TYPES[kind] if kind != "other" else (w.op[src] or TYPES[kind])
             size = int(w.k_out[src])
             order.append((src, 1))
+        elif src == SLICE:
+            # slice copies follow the workload's views in order, each just before the kernel after it
+            j = next(views)
+            name, typ, size = w.v_name[j], "Slice", int(w.v_elems[j])
+            order.append((int(w.v_at[j]), 0))
         else:
             (name, at), typ = next(reformats), TYPES[kind]
             size = int(e.out_bytes[i] / P_BYTES[int(e.prec[i])])

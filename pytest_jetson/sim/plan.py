@@ -74,7 +74,7 @@ class KernelTables:
     def engine(self, precision: str) -> Engine:
         """The engine by the rules of ``engine.plan`` (every layer that can be quantized is)."""
         if precision not in self.engines:
-            self.engines[precision] = plan(self.w, precision)
+            self.engines[precision] = plan(self.w, precision, arch=self.hw.arch)
         return self.engines[precision]
 
     def gpu_engine(self, precision: str, batch: int, sm: Optional[int] = None) -> Engine:

@@ -100,7 +100,7 @@ def choose(w: Workload, arch: str, sm: int, has_tc: bool, batch: int, c: Dict[st
     """The int8 engine TensorRT's builder keeps for ``w`` on this GPU at ``batch``; ``planner``:
     the engine planner (``engine.plan``, or the caller's own)."""
     n = w.n_kernels
-    e8, e16 = planner(w, "int8"), planner(w, "fp16")
+    e8, e16 = planner(w, "int8", arch=arch), planner(w, "fp16", arch=arch)
 
     def total(e: Engine) -> float:
         return float(_kernel_seconds(e, arch, sm, has_tc, batch, c, f, bw).sum())
@@ -120,6 +120,6 @@ def choose(w: Workload, arch: str, sm: int, has_tc: bool, batch: int, c: Dict[st
     pairs = [(int(w.t_producer[tt]), int(k), float(r[tt])) for k, tt in zip(w.e_kernel, w.e_tensor)
              if strict[k] and w.t_producer[tt] >= 0]
     fp16 = min_cut(n, np.maximum(to_int8, 0.0), np.maximum(to_fp16, 0.0), pairs) & free
-    candidates = [e8, e16] if not fp16.any() else [planner(w, "int8", fp16=fp16), e8, e16]
+    candidates = [e8, e16] if not fp16.any() else [planner(w, "int8", fp16=fp16, arch=arch), e8, e16]
     times = [total(e) for e in candidates]
     return candidates[int(np.argmin(times))]

@@ -4,7 +4,9 @@
 + residual add count once). Here each kernel becomes a row of arrays (per item of the batch), and
 the activation tensors between kernels become edges, so an engine plan (``engine.py``) can say in
 which precision each tensor is stored and where TensorRT inserts reformats. Views (Reshape,
-Flatten, Split, Slice) are no kernels: their outputs alias their input.
+Flatten, Split, Slice) are no kernels: their outputs alias their input. Each Split or Slice output
+is still recorded (``v_*``): the TensorRT of older boards copies it in a kernel of its own
+(``engine.SLICE_COPY_ARCHS``).
 """
 
 from dataclasses import dataclass, field
@@ -65,6 +67,13 @@ class Workload:
     io_out: int
     unknown_ops: Tuple[str, ...] = ()
     notes: List[str] = field(default_factory=list)
+    # each output of a Split or Slice that runs as a view: its elements per item, the tensor it is
+    # cut from (index into t_*), the kernel that runs next (a copy of it runs just before) and the
+    # slicing layer's name
+    v_elems: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    v_tensor: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    v_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    v_name: Tuple[str, ...] = ()
 
     @property
     def n_kernels(self) -> int:
@@ -106,6 +115,31 @@ def _costed_kernels(stats: Any, all_ks: List[Any], alias: Dict[str, str]) -> Lis
         for o in k._outputs:
             alias[o] = k._inputs[0]
     return [k for k in all_ks if not any(k is v for v in views)] or all_ks
+
+
+def _views(stats: Any, all_ks: List[Any], ks: List[Any], alias: Dict[str, str], edges: "_Edges",
+           b: int) -> Dict[str, Any]:
+    """Every output of a Split or Slice that ``_costed_kernels`` made a view (``Workload.v_*``)."""
+    costed = {id(k): i for i, k in enumerate(ks)}
+    elems: List[float] = []
+    tensor: List[int] = []
+    at: List[int] = []
+    names: List[str] = []
+    nxt = 0
+    for k in all_ks:
+        if id(k) in costed:
+            nxt = costed[id(k)] + 1
+            continue
+        root = edges.index.get(_root(alias, k._inputs[0]))
+        if root is None:
+            continue
+        for o in k._outputs:
+            elems.append(stats.tensor_elems(o) / b)
+            tensor.append(root)
+            at.append(min(nxt, max(len(ks) - 1, 0)))
+            names.append(str(getattr(k, "name", "") or getattr(k, "op_type", "Slice")))
+    return dict(v_elems=np.array(elems, dtype=float), v_tensor=np.array(tensor, dtype=np.int64),
+                v_at=np.array(at, dtype=np.int64), v_name=tuple(names))
 
 
 class _Edges:
@@ -233,6 +267,7 @@ def from_stats(stats: Any) -> Workload:
     named = all(getattr(k, "_inputs", None) is not None and hasattr(stats, "tensor_elems") for k in ks)
     edges = _Edges()
     outputs = _named_edges(edges, stats, ks, alias, b) if named else _chain_edges(edges, ks, b)
+    views = _views(stats, all_ks, ks, alias, edges, b) if named and len(ks) < len(all_ks) else {}
 
     def arr(attr: str, per_item: bool, default: float = 0.0) -> np.ndarray:
         return _column(ks, attr, per_item, b, default)
@@ -260,7 +295,7 @@ def from_stats(stats: Any) -> Workload:
         e_tensor=np.array(edges.tensor_of, dtype=np.int64), e_elems=np.array(edges.read, dtype=float),
         t_producer=np.array(edges.producer, dtype=np.int64), t_output=edges.outputs(outputs),
         t_elems=np.array(edges.elems, dtype=float), io_in=int(io_in), io_out=int(io_out),
-        unknown_ops=unknown, notes=notes,
+        unknown_ops=unknown, notes=notes, **views,
     )
 
 

@@ -8,7 +8,7 @@ from pytest_jetson.models.builder import Net
 from pytest_jetson.models.graph import analyze
 from pytest_jetson.sim import constants, predict
 from pytest_jetson.sim.costs import gpu_costs
-from pytest_jetson.sim.engine import P, plan
+from pytest_jetson.sim.engine import SLICE, P, plan
 from pytest_jetson.sim.workload import KIND, load
 
 
@@ -139,3 +139,20 @@ def test_a_concatenation_is_eliminated_only_where_its_producers_can_write_into_i
     concats = [i for i, op in enumerate(w.op) if op == "Concat"]
     kept = set(e.source[e.kind == KIND["concat"]].tolist())
     assert len(kept) == copies and len(concats) - len(kept) == eliminated
+
+
+def test_a_channel_split_is_a_view_on_ampere_and_a_copy_per_slice_on_older_architectures():
+    # ShuffleNetV2's 13 stride-1 units split their input's channels in two: the TensorRT of
+    # JetPack 4 (Maxwell, Pascal, Volta boards) copies each half in a kernel of its own.
+    w = load("shufflenet_v2_x1_0")
+    new, old = plan(w, "fp16", arch="ampere"), plan(w, "fp16", arch="volta")
+    copies = old.source == SLICE
+    assert not np.any(new.source == SLICE)
+    assert int(copies.sum()) == 26 and old.n - new.n == 26
+    # each copy reads and writes its half once, in the precision of the tensor it is cut from
+    assert np.array_equal(old.in_bytes[copies], old.out_bytes[copies])
+    assert np.array_equal(np.sort(old.in_bytes[copies]), np.sort(w.v_elems * 2.0))
+    assert np.all(old.macs[copies] == 0)
+    # a network without a split plans the same kernels on every architecture
+    assert plan(load("resnet50"), "fp16", arch="maxwell").n == plan(load("resnet50"), "fp16", arch="ampere").n
+

@@ -66,3 +66,18 @@ def test_an_onnx_file_s_layers_carry_its_node_names(tmp_path):
     rows = layer_times("orin-nano", str(path), "fp16", 2)
     assert all(r.name for r in rows)
     assert sum(r.time for r in rows) == pytest.approx(predict("orin-nano", str(path), "fp16", 2).gpu_time)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_xavier_copies_each_half_of_a_channel_split_just_before_the_layer_after_it(precision):
+    rows = layer_times("agx-xavier", "shufflenet_v2_x1_0", precision, 1)
+    names = [r.name for r in rows]
+    slices = [i for i, r in enumerate(rows) if r.type == "Slice"]
+    assert len(slices) == 26 and all(names[i].endswith(".chunk") for i in slices)
+    first = slices[0]
+    assert names[first] == names[first + 1] == "stage2.1.chunk"
+    assert names[first + 2].startswith("stage2.1.branch2.0")
+    pred = predict("agx-xavier", "shufflenet_v2_x1_0", precision, 1)
+    assert len(rows) == pred.breakdown["kernels"]
+    # the Orin's TensorRT hands the branch a view
+    assert not any(r.type == "Slice" for r in layer_times("agx-orin", "shufflenet_v2_x1_0", precision, 1))
