@@ -24,11 +24,12 @@ def _col(values: List[Optional[float]]) -> np.ndarray:
 
 
 def _typed(values: Any, n: int) -> np.ndarray:
-    """A column of ``n`` floats from a typed array or numpy array (NaN for "not read")."""
+    """A column of ``n`` floats (NaN for "not read"): a copy of a typed array's, a float numpy
+    array as it is (taken over, not copied)."""
     if isinstance(values, array):
         col = np.frombuffer(values, dtype=float).copy() if len(values) else np.zeros(0)
     else:
-        col = np.array(values, dtype=float)
+        col = np.asarray(values, dtype=float)
     if col.shape != (n,):
         raise ValueError(f"a column of {col.size} values beside {n} times")
     return col
@@ -76,8 +77,8 @@ class Series:
     @classmethod
     def from_columns(cls, t: Any, columns: Mapping[str, Any], rails_w: Optional[Mapping[str, Any]] = None,
                      temps_c: Optional[Mapping[str, Any]] = None, clock: str = "wall") -> "Series":
-        """Samples made in bulk, one typed array (``array('d')`` or numpy) per field, 8 bytes a
-        value where a ``Reading`` takes about 1.2 KB: ``t`` in order, ``columns`` some of the
+        """Samples made in bulk, one typed array (``array('d')``, copied, or numpy, taken over) per
+        field, 8 bytes a value where a ``Reading`` takes about 1.2 KB: ``t`` in order, ``columns`` some of the
         ``SCALARS`` (the others not read), ``rails_w`` and ``temps_c`` by name. NaN marks "not
         read"; no sample reports throttle reasons. The same Series ``from_readings`` gives for
         readings of those figures."""

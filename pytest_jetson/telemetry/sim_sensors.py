@@ -249,10 +249,11 @@ class SimulatedSource(Source):
         # the same draw, relative: the activity counters are sampled with the load
         relative = 1.0 + 0.01 * UTIL_NOISE_PCT * z_load
         temp = x["temp"] + TEMP_NOISE_C * z_temp
+        # the state's own columns are views of typed arrays made for this window: taken as they are
         columns = {"board_power_w": power, "memory_bytes": x["memory"], "gpu_util": util,
                    "gpu_clock_mhz": x["clock"], "emc_util": x["emc"], "cpu_util": x["cpu"]}
         columns.update({k: np.clip(x[k] * relative, 0.0, 100.0) for k in ACTIVITY})
-        return Series.from_columns(times, columns, rails_w={"VDD_IN": power},
+        return Series.from_columns(times, columns, rails_w={"VDD_IN": power.copy()},
                                    temps_c={"gpu": temp, "cpu": temp - 1.5, "tj": temp + 0.5}, clock="virtual")
 
     def collect(self, now: float) -> List[Reading]:
