@@ -220,7 +220,7 @@ class SimulatedSource(Source):
         if end < start:
             return Series.from_columns([], {}, clock="virtual")
         n = int(math.floor((end - start) / interval + 1e-9)) + 1
-        times = array("d", [start + i * interval for i in range(n)])
+        times = array("d", (start + i * interval for i in range(n)))
         if times[-1] < end - 1e-12:
             times.append(end)
         cols = {name: array("d") for name in _STATE}
