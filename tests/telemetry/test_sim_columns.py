@@ -126,7 +126,8 @@ def test_a_window_generated_at_once_matches_the_readings_one_at_a_time():
 def test_a_long_window_at_a_short_interval_holds_a_few_doubles_a_sample():
     """20,000 samples (200 s at 10 ms): at its peak the sampler held about 1.2 KB a sample as
     Readings (a dataclass, two dicts and a list each); as columns its 15 figures take 120 bytes,
-    twice that while a window's columns are joined."""
+    twice that while a window's columns are joined. Before: 1,106 held, 1,154 at the peak; now
+    about 129 and 259."""
     n = 20_000
     clock = SimClock()
     clock.announce(load(12.0, 0.9, True, 0.0), 10.0, 190.0)
