@@ -81,6 +81,8 @@ class SimulatedSource(Source):
         #: loads announced through ``set_load`` with no end yet (``end_load`` closes them)
         self._open: List[List[Any]] = []
         self._thermal_t = float(self.clock.now())
+        #: while ``generate`` runs: each workload's figures by id (``_state``), else None
+        self._memo: Optional[Dict[int, Tuple[Any, Any]]] = None
         self._temp = self._steady(self._idle_power(workload))
 
     # -- the load API --------------------------------------------------------------------------
@@ -128,8 +130,26 @@ class SimulatedSource(Source):
 
     def _state(self, t: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
         """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``;
-        CPU load: ``_cpu_util(workload)``."""
+        CPU load and GPU activity: ``_load_of(workload)``."""
         wl = self._active(t)
+        memo = self._memo
+        if memo is None:
+            return self._state_of(wl)
+        got = memo.get(id(wl))
+        if got is None:  # (the tuple holds the workload: its id is not reused while it is kept)
+            got = memo[id(wl)] = (self._state_of(wl), self._load_of(wl))
+        return got[0]
+
+    def _load_of(self, wl: Any) -> Tuple[float, Optional[Dict[str, float]]]:
+        """(CPU load %, GPU activity) of ``wl``; read them, do not change them (kept for the
+        window being generated)."""
+        memo = self._memo
+        got = memo.get(id(wl)) if memo is not None else None
+        if got is not None:
+            return got[1]
+        return _attr(wl, "cpu_util", 0.0) or 0.0, self._activity(wl)
+
+    def _state_of(self, wl: Any) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
         base = self._latest()
         if wl is None:
             idle_clock = _attr(base, "idle_gpu_clock_mhz")
@@ -185,7 +205,8 @@ class SimulatedSource(Source):
         arrival rate does not alias (every sample landing on a busy instant)."""
         if b <= a:
             power, memory, util, clock, emc, wl = self._state(b)
-            return power, memory, util, clock, emc, wl, _attr(wl, "cpu_util", 0.0) or 0.0, self._activity(wl)
+            cpu, activity = self._load_of(wl)
+            return power, memory, util, clock, emc, wl, cpu, activity
         cuts = [a] + self.clock.load_edges(a, b) + [b]
         acc = {"power": 0.0, "util": 0.0, "emc": 0.0, "cpu": 0.0}
         act: Optional[Dict[str, float]] = {name: 0.0 for name in ACTIVITY}
@@ -197,8 +218,8 @@ class SimulatedSource(Source):
             acc["power"] += w * power
             acc["util"] += w * (util or 0.0)
             acc["emc"] += w * (emc or 0.0)
-            acc["cpu"] += w * (_attr(wl, "cpu_util", 0.0) or 0.0)
-            part = self._activity(wl)
+            cpu, part = self._load_of(wl)
+            acc["cpu"] += w * cpu
             act = None if act is None or part is None else {k: v + w * part[k] for k, v in act.items()}
             known_util = known_util or util is not None
             busy = wl is not None
@@ -226,16 +247,22 @@ class SimulatedSource(Source):
         cols = {name: array("d") for name in _STATE}
         add = [cols[name].append for name in _STATE]
         nan = math.nan
-        self._advance_thermal(start)
-        prev = start
-        for t in times:
-            self._advance_thermal(t)
-            power, memory, util, clock, emc, wl, cpu, act = self._over(prev, t)
-            prev = t
-            values = (power, memory, util, clock, emc, cpu, self._temp,
-                      *(act[k] if act is not None else None for k in ACTIVITY))
-            for append, v in zip(add, values):
-                append(nan if v is None else v)
+        # what a workload reads as is worked out once per window: loads do not change while
+        # a window is generated (the workloads' own attributes are read, not called)
+        self._memo = {}
+        try:
+            self._advance_thermal(start)
+            prev = start
+            for t in times:
+                self._advance_thermal(t)
+                power, memory, util, clock, emc, wl, cpu, act = self._over(prev, t)
+                prev = t
+                values = (power, memory, util, clock, emc, cpu, self._temp,
+                          *(act[k] if act is not None else None for k in ACTIVITY))
+                for append, v in zip(add, values):
+                    append(nan if v is None else v)
+        finally:
+            self._memo = None
         return self._noisy(times, {k: np.frombuffer(v, dtype=float) for k, v in cols.items()})
 
     def _noisy(self, times: "array[float]", x: Dict[str, np.ndarray]) -> Series:
