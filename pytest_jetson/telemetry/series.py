@@ -71,17 +71,17 @@ class Series:
             temps.extend(k for k in r.temps_c if k not in temps)
         s.rails_w = {k: _col([r.rails_w.get(k) for r in readings]) for k in rails}
         s.temps_c = {k: _col([r.temps_c.get(k) for r in readings]) for k in temps}
-        s.throttle = [list(r.throttle) for r in readings]
+        s.throttle = [list(r.throttle) if r.throttle else NO_THROTTLE for r in readings]
         return s
 
     @classmethod
     def from_columns(cls, t: Any, columns: Mapping[str, Any], rails_w: Optional[Mapping[str, Any]] = None,
                      temps_c: Optional[Mapping[str, Any]] = None, clock: str = "wall") -> "Series":
-        """Samples made in bulk, one typed array (``array('d')``, copied, or numpy, taken over) per
-        field, 8 bytes a value where a ``Reading`` takes about 1.2 KB: ``t`` in order, ``columns`` some of the
-        ``SCALARS`` (the others not read), ``rails_w`` and ``temps_c`` by name. NaN marks "not
-        read"; no sample reports throttle reasons. The same Series ``from_readings`` gives for
-        readings of those figures."""
+        """Samples made in bulk, one typed array per field (``array('d')``, copied, or numpy,
+        taken over): 8 bytes a value where a ``Reading`` takes about 1.2 KB. ``t`` in order,
+        ``columns`` some of the ``SCALARS`` (the others not read), ``rails_w`` and ``temps_c``
+        by name; NaN marks "not read"; no sample reports throttle reasons. The same Series
+        ``from_readings`` gives for readings of those figures."""
         s = cls()
         s.clock = clock
         s.t = _typed(t, len(t))
