@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 from ..clock import WallClock
 from ..engines.base import STALL_ITERATIONS, Engine, loop_limits
 from ..errors import ConfigError, EngineError
-from .measurement import Measurement
+from .measurement import Measurement, Samples
 from .stages import StageLog
 
 _NO_INPUT = object()  # the function takes no argument
@@ -110,9 +110,10 @@ class FunctionWorkload(Engine):
         self.host_scale = host_scale if getattr(self.clock, "kind", None) == "virtual" else None
         self._host_load = host_load
         self.stages = StageLog(self.clock, board=board)
-        #: calls made so far (warm-up included); the host seconds of each, on a virtual clock
+        #: calls made so far (warm-up included); the host seconds of each, on a virtual clock, as
+        #: C doubles (8 bytes a call: a long measurement would otherwise keep a float object each)
         self.calls = 0
-        self.host_seconds: List[float] = []
+        self.host_seconds = Samples()
         #: the exception the function raised, for the recorder to tell it from the harness's own
         self.raised: Optional[BaseException] = None
 
@@ -273,8 +274,7 @@ class FunctionWorkload(Engine):
         if scale is None:
             return {"simulated_s": 0.0, "host_measured_s": mean, "host_scale": 1.0, "host_scaled_s": mean,
                     "basis": "measured (time.perf_counter), not scaled"}
-        host = self.host_seconds[-n:] if n else []
-        measured = (sum(host) / len(host)) if host else 0.0
+        measured = _mean_of_last(self.host_seconds, n)
         scaled = measured * scale.scale
         out = {"simulated_s": max(0.0, mean - scaled), "host_measured_s": measured,
                "host_scale": scale.scale, "host_scaled_s": scaled,
@@ -284,6 +284,17 @@ class FunctionWorkload(Engine):
         if scale.board_score is None:
             out["basis"] = "engines simulated; host Python measured, not scaled (the board's CPU figure is unknown)"
         return out
+
+
+def _mean_of_last(values: Samples, n: int) -> float:
+    """The mean of the last ``n`` values (0.0 for none), summed in order where they lie: the
+    sum a list slice gives, without copying them."""
+    with memoryview(values) as view:
+        last = view[max(0, len(values) - n):]
+        try:
+            return sum(last) / len(last) if len(last) else 0.0
+        finally:
+            last.release()  # a viewed array cannot grow
 
 
 def stage_measurements(log: StageLog, parent: Measurement, first_call: int, last_call: int) -> Dict[str, Measurement]:

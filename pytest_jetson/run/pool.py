@@ -34,7 +34,7 @@ from ..errors import ConfigError
 from ..telemetry.factory import TelemetryFactory
 from ..telemetry.sources import SOURCES
 from ..units import LONGEST_MEASUREMENT_S, format_duration, parse_duration
-from .measurement import Measurement, PoolMeasurement
+from .measurement import Measurement, PoolMeasurement, Samples
 from .pool_procs import ProcessPool
 from .pool_spec import PoolRun, WorkerSpec, worker_specs
 from .recorder import accelerator_of
@@ -291,7 +291,8 @@ def assemble(specs: List[WorkerSpec], workers: List[Measurement], *, backend: st
              window: float, start_skew: Optional[float], telemetry: Any, environment: Dict[str, Any],
              extra: Dict[str, Any]) -> PoolMeasurement:
     """The PoolMeasurement of ``workers`` (see the module doc for what the pool's figures mean)."""
-    pooled: List[float] = []
+    # C doubles, copied array to array: a long pool never holds its latencies as float objects
+    pooled = Samples()
     for w in workers:
         pooled.extend(w.latencies)
     durations = [w.duration for w in workers if w.duration > 0]

@@ -107,6 +107,8 @@ class Sampler:
         self.max_gpu_clock_mhz = max_gpu_clock_mhz
         self.trip_points_c = trip_points_c
         self._readings: List[Reading] = []
+        #: what a virtual source generated, a Series of typed columns per call (no Reading each)
+        self._parts: List[Series] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -218,8 +220,9 @@ class Sampler:
         trips = self._trip_points()
         if not self.virtual:
             self.source.stop()
-        gaps, warns, malformed = self._problems(readings)
-        self._series = Series.from_readings(readings, clock="virtual" if self.virtual else "wall")
+        self._series = self._collected(readings)
+        self._parts = []  # held once, in the series
+        gaps, warns, malformed = self._problems(self._series)
         self._summary = summarize(
             self._series,
             source=self.source.name,
@@ -263,17 +266,25 @@ class Sampler:
             pass
         return self._readings
 
-    def _problems(self, readings: List[Reading]) -> Tuple[List[Tuple[float, float]], List[str], int]:
+    def _collected(self, readings: List[Reading]) -> Series:
+        """The series of ``readings`` (polled) and of the parts generated so far, in time order."""
+        clock = "virtual" if self.virtual else "wall"
+        polled = Series.from_readings(readings, clock=clock)
+        if not self._parts:
+            return polled
+        return Series.concat(self._parts + ([polled] if len(polled) else []), clock=clock)
+
+    def _problems(self, series: Series) -> Tuple[List[Tuple[float, float]], List[str], int]:
         """(gaps, warnings, malformed lines): what went wrong with the source in the window."""
         gaps: List[Tuple[float, float]] = []
         warns: List[str] = []
         if self._died is not None:
             t_died, why = self._died
-            last = max((r.t for r in readings), default=self.start_time)
+            last = float(series.t.max()) if len(series) else self.start_time
             gaps.append((float(last), float(self.end_time)))
             warns.append(
                 f"telemetry source {self.source.name} stopped during the run ({why}); kept "
-                f"{len(readings)} samples, no data from {last - self.start_time:.3g} s to the end "
+                f"{len(series)} samples, no data from {last - self.start_time:.3g} s to the end "
                 f"({self.end_time - last:.3g} s)"
             )
         notes = getattr(self.source, "window_notes", None)
@@ -288,7 +299,7 @@ class Sampler:
                 f"telemetry source {self.source.name}: skipped {malformed} line(s) it could not read"
                 + (f" (last: {last_bad!r})" if last_bad else "")
             )
-        if not readings and self.source.name != "none" and self._died is None:
+        if not len(series) and self.source.name != "none" and self._died is None:
             warns.append(
                 f"telemetry source {self.source.name} gave no samples in {self.end_time - self.start_time:.3g} s"
             )
@@ -300,14 +311,18 @@ class Sampler:
         mid-window and the final readings are one series, each instant drawn once."""
         begin = self.start_time if self._generated is None else self._generated + self.interval
         if last:
-            self._readings.extend(self.source.generate(begin, until, self.interval))
+            self._add(self.source.generate(begin, until, self.interval))
             self._generated = until
             return
         n = int(math.floor((until - begin) / self.interval + 1e-9))
         if n >= 0:
             end = begin + n * self.interval
-            self._readings.extend(self.source.generate(begin, end, self.interval))
+            self._add(self.source.generate(begin, end, self.interval))
             self._generated = end
+
+    def _add(self, generated: Any) -> None:
+        self._parts.append(generated if isinstance(generated, Series)
+                           else Series.from_readings(generated, clock="virtual"))
 
     def peek(self) -> TelemetrySummary:
         """The summary of the window so far, while sampling goes on (for a measurement that
@@ -319,7 +334,9 @@ class Sampler:
             self._generate(end)
         with self._lock:
             readings = list(self._readings)
-        series = Series.from_readings(readings, clock="virtual" if self.virtual else "wall")
+        series = self._collected(readings)
+        if self._parts and not readings:
+            self._parts = [series]  # the next peek joins what comes after it to one part
         out = summarize(series, source=self.source.name, interval=self.interval, tried=self.tried,
                         items=self.items, start=self.start_time, end=end,
                         power_basis=getattr(self.source, "power_basis", None),
@@ -339,7 +356,8 @@ class Sampler:
         if self._series is not None:
             return self._series
         with self._lock:
-            return Series.from_readings(list(self._readings))
+            readings = list(self._readings)
+        return self._collected(readings) if self._parts else Series.from_readings(readings)
 
     @property
     def items(self) -> Optional[int]:

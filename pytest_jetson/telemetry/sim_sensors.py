@@ -29,13 +29,14 @@ Noise is small, Gaussian and seeded; memory has none (allocations are determinis
 """
 
 import math
+from array import array
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..clock import SimClock
 from .base import Reading, Source
-from .series import ACTIVITY
+from .series import ACTIVITY, Series
 
 AMBIENT_C = 25.0
 #: Module plus heatsink and fan: about 3 C per W above ambient (an Orin Nano dev kit at 15 W
@@ -47,6 +48,8 @@ UTIL_NOISE_PCT = 0.5
 TEMP_NOISE_C = 0.1
 IDLE_POWER_FRACTION = 0.4
 IDLE_CLOCK_FRACTION = 0.3
+#: What ``generate`` keeps of each span's state before the noise, one typed column each.
+_STATE = ("power", "memory", "util", "clock", "emc", "cpu", "temp") + ACTIVITY
 
 
 def _attr(obj: Any, name: str, default: Optional[float] = None) -> Optional[float]:
@@ -78,6 +81,8 @@ class SimulatedSource(Source):
         #: loads announced through ``set_load`` with no end yet (``end_load`` closes them)
         self._open: List[List[Any]] = []
         self._thermal_t = float(self.clock.now())
+        #: while ``generate`` runs: each workload's figures by id (``_state``), else None
+        self._memo: Optional[Dict[int, Tuple[Any, Any]]] = None
         self._temp = self._steady(self._idle_power(workload))
 
     # -- the load API --------------------------------------------------------------------------
@@ -125,8 +130,26 @@ class SimulatedSource(Source):
 
     def _state(self, t: float) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
         """(power W, memory bytes, gpu util %, gpu clock MHz, emc util %, workload) at ``t``;
-        CPU load: ``_cpu_util(workload)``."""
+        CPU load and GPU activity: ``_load_of(workload)``."""
         wl = self._active(t)
+        memo = self._memo
+        if memo is None:
+            return self._state_of(wl)
+        got = memo.get(id(wl))
+        if got is None:  # (the tuple holds the workload: its id is not reused while it is kept)
+            got = memo[id(wl)] = (self._state_of(wl), self._load_of(wl))
+        return got[0]
+
+    def _load_of(self, wl: Any) -> Tuple[float, Optional[Dict[str, float]]]:
+        """(CPU load %, GPU activity) of ``wl``; read them, do not change them (kept for the
+        window being generated)."""
+        memo = self._memo
+        got = memo.get(id(wl)) if memo is not None else None
+        if got is not None:
+            return got[1]
+        return _attr(wl, "cpu_util", 0.0) or 0.0, self._activity(wl)
+
+    def _state_of(self, wl: Any) -> Tuple[float, float, Optional[float], Optional[float], Optional[float], Any]:
         base = self._latest()
         if wl is None:
             idle_clock = _attr(base, "idle_gpu_clock_mhz")
@@ -182,7 +205,8 @@ class SimulatedSource(Source):
         arrival rate does not alias (every sample landing on a busy instant)."""
         if b <= a:
             power, memory, util, clock, emc, wl = self._state(b)
-            return power, memory, util, clock, emc, wl, _attr(wl, "cpu_util", 0.0) or 0.0, self._activity(wl)
+            cpu, activity = self._load_of(wl)
+            return power, memory, util, clock, emc, wl, cpu, activity
         cuts = [a] + self.clock.load_edges(a, b) + [b]
         acc = {"power": 0.0, "util": 0.0, "emc": 0.0, "cpu": 0.0}
         act: Optional[Dict[str, float]] = {name: 0.0 for name in ACTIVITY}
@@ -194,8 +218,8 @@ class SimulatedSource(Source):
             acc["power"] += w * power
             acc["util"] += w * (util or 0.0)
             acc["emc"] += w * (emc or 0.0)
-            acc["cpu"] += w * (_attr(wl, "cpu_util", 0.0) or 0.0)
-            part = self._activity(wl)
+            cpu, part = self._load_of(wl)
+            acc["cpu"] += w * cpu
             act = None if act is None or part is None else {k: v + w * part[k] for k, v in act.items()}
             known_util = known_util or util is not None
             busy = wl is not None
@@ -206,46 +230,58 @@ class SimulatedSource(Source):
         return (acc["power"], memory, acc["util"] if known_util else None, pick[3], acc["emc"], pick[5],
                 acc["cpu"], act)
 
-    def generate(self, start: float, end: float, interval: float) -> List[Reading]:
+    def generate(self, start: float, end: float, interval: float) -> Series:
         """Readings at ``start``, ``start + interval``, ... up to ``end`` (inclusive), each the
-        average of the span since the one before it (``_over``; the first: the instant)."""
+        average of the span since the one before it (``_over``; the first: the instant), as a
+        ``Series`` of typed columns: a long window at a short interval is millions of samples.
+
+        The state of each span is walked in order (the temperature carries from one to the
+        next); the noise is drawn afterwards in one call, the same stream as three draws per
+        reading in turn (board power, load, temperature), and applied column by column."""
         if end < start:
-            return []
+            return Series.from_columns([], {}, clock="virtual")
         n = int(math.floor((end - start) / interval + 1e-9)) + 1
-        times = [start + i * interval for i in range(n)]
+        times = array("d", (start + i * interval for i in range(n)))
         if times[-1] < end - 1e-12:
             times.append(end)
-        self._advance_thermal(start)
-        out: List[Reading] = []
-        rng = self._rng
-        prev = start
-        for t in times:
-            self._advance_thermal(t)
-            power, memory, util, clock, emc, wl, cpu, act = self._over(prev, t)
-            prev = t
-            p = max(0.0, power * (1.0 + POWER_NOISE * rng.standard_normal()))
-            noise = rng.standard_normal()
-            # An idle GPU reads exactly 0 %, as the load file does.
-            u = None if util is None else (0.0 if util == 0 else float(np.clip(util + UTIL_NOISE_PCT * noise, 0.0, 100.0)))
-            # the same draw, relative: the activity counters are sampled with the load
-            act = act and {k: float(np.clip(v * (1.0 + 0.01 * UTIL_NOISE_PCT * noise), 0.0, 100.0))
-                           for k, v in act.items()}
-            temp = self._temp + TEMP_NOISE_C * rng.standard_normal()
-            out.append(
-                Reading(
-                    t=t,
-                    board_power_w=p,
-                    rails_w={"VDD_IN": p},
-                    memory_bytes=memory,
-                    gpu_util=u,
-                    gpu_clock_mhz=clock,
-                    emc_util=emc,
-                    temps_c={"gpu": temp, "cpu": temp - 1.5, "tj": temp + 0.5},
-                    cpu_util=cpu,
-                    **(act or {}),
-                )
-            )
-        return out
+        cols = {name: array("d") for name in _STATE}
+        add = [cols[name].append for name in _STATE]
+        nan = math.nan
+        # what a workload reads as is worked out once per window: loads do not change while
+        # a window is generated (the workloads' own attributes are read, not called)
+        self._memo = {}
+        try:
+            self._advance_thermal(start)
+            prev = start
+            for t in times:
+                self._advance_thermal(t)
+                power, memory, util, clock, emc, wl, cpu, act = self._over(prev, t)
+                prev = t
+                values = (power, memory, util, clock, emc, cpu, self._temp,
+                          *(act[k] if act is not None else None for k in ACTIVITY))
+                for append, v in zip(add, values):
+                    append(nan if v is None else v)
+        finally:
+            self._memo = None
+        return self._noisy(times, {k: np.frombuffer(v, dtype=float) for k, v in cols.items()})
+
+    def _noisy(self, times: "array[float]", x: Dict[str, np.ndarray]) -> Series:
+        """The readings of the states ``x`` (columns of ``_STATE``) with the sensors' noise."""
+        z = self._rng.standard_normal(3 * len(times)).reshape(-1, 3)
+        z_power, z_load, z_temp = z[:, 0], z[:, 1], z[:, 2]
+        noisy = x["power"] * (1.0 + POWER_NOISE * z_power)
+        power = np.where(noisy > 0.0, noisy, 0.0)  # max(0.0, noisy), as a reading had it
+        # An idle GPU reads exactly 0 %, as the load file does (an unknown load stays NaN).
+        util = np.where(x["util"] == 0, 0.0, np.clip(x["util"] + UTIL_NOISE_PCT * z_load, 0.0, 100.0))
+        # the same draw, relative: the activity counters are sampled with the load
+        relative = 1.0 + 0.01 * UTIL_NOISE_PCT * z_load
+        temp = x["temp"] + TEMP_NOISE_C * z_temp
+        # the state's own columns are views of typed arrays made for this window: taken as they are
+        columns = {"board_power_w": power, "memory_bytes": x["memory"], "gpu_util": util,
+                   "gpu_clock_mhz": x["clock"], "emc_util": x["emc"], "cpu_util": x["cpu"]}
+        columns.update({k: np.clip(x[k] * relative, 0.0, 100.0) for k in ACTIVITY})
+        return Series.from_columns(times, columns, rails_w={"VDD_IN": power.copy()},
+                                   temps_c={"gpu": temp, "cpu": temp - 1.5, "tj": temp + 0.5}, clock="virtual")
 
     def collect(self, now: float) -> List[Reading]:
         return []

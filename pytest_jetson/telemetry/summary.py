@@ -215,11 +215,13 @@ def _power(s: TelemetrySummary, series: Series, power_basis: Optional[str], item
     """Board power (time-weighted mean, peak), energy (per item too) and each rail's mean and peak."""
     t = series.t
     power = series.board_power_w
-    if np.isfinite(power).any():
+    read = np.isfinite(power)
+    if read.any():
         s.power_basis = power_basis
         s.power_peak_w = _max(power)
         s.energy_j = _trapezoid(power, t)
-        span = float(t[np.isfinite(power)][-1] - t[np.isfinite(power)][0])
+        at = t[read]
+        span = float(at[-1] - at[0])
         # Time-weighted mean, so uneven sample spacing does not bias it.
         s.power_mean_w = s.energy_j / span if s.energy_j is not None and span > 0 else _mean(power)
         if items and s.energy_j is not None and items > 0:

@@ -174,7 +174,8 @@ def test_loads_are_read_from_the_clock_wherever_they_were_announced_from():
     src.set_load(late, 6.0, 8.0)
     clock.announce(early, 2.0, 4.0)  # what an engine that ran earlier would have said
     assert [rec[2] for rec in clock.loads] == [early, late]
-    power = {r.t: r.board_power_w for r in src.generate(0.0, 10.0, 1.0)}
+    got = src.generate(0.0, 10.0, 1.0)
+    power = dict(zip(got.t.tolist(), got.board_power_w.tolist()))
     assert power[3.0] == pytest.approx(10.0, rel=0.05) and power[7.0] == pytest.approx(20.0, rel=0.05)
     assert power[5.0] == pytest.approx(4.0, rel=0.05)  # idle between them, at the idle power
 
