@@ -195,3 +195,21 @@ def test_a_replaced_infer_is_still_what_the_loop_calls():
     engine.infer = lambda batch=None: calls.append(batch) or infer(batch)
     measure(engine, iterations=50, warmup=0, profile=False)
     assert len(calls) == 50
+
+
+def test_a_layer_profile_is_planned_once_per_batch_and_handed_out_fresh(monkeypatch):
+    # a suite measures one cached engine in test after test: its per-kernel plan is the same
+    # prediction each time and must not be costed again (it was most of a simulated test's CPU)
+    import pytest_jetson.engines.simulated as simulated_module
+
+    calls = []
+    real = simulated_module.layer_times
+    monkeypatch.setattr(simulated_module, "layer_times", lambda *a, **k: calls.append(a) or real(*a, **k))
+    e = _open("resnet18", batch=2)
+    first, second = e.layer_profile(1), e.layer_profile(1)
+    assert len(calls) == 1
+    assert [(x.name, x.time, x.share) for x in first.layers] == [(x.name, x.time, x.share) for x in second.layers]
+    first.layers[0].share = 1.0  # a caller's changes stay its own
+    assert e.layer_profile(1).layers[0].share != 1.0
+    e.layer_profile(2)
+    assert len(calls) == 2
