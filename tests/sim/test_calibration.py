@@ -147,6 +147,30 @@ def test_a_source_that_contradicts_itself_is_left_out_with_both_figures():
     assert "76.6" in why["29"] and "168" in why["29"]
 
 
+def test_trt_pose_readme_rows_are_fp16_torch2trt_loops_on_nano_and_agx_xavier():
+    """trt_pose's README table (22/251 and 12/101 FPS) is the live demo's loop: 50 calls of the
+    fp16 torch2trt module, one synchronize, as torch2trt's own benchmark; the Xavier NX figures of
+    an issue comment stay out, with why."""
+    cs, skipped = published.cases()
+    rows = {c.id: c for c in cs if c.source == "TRTPOSE"}
+    assert {k: (c.device, c.model, c.precision, c.batch, c.harness, c.metric, c.value, c.resolution)
+            for k, c in rows.items()} == {
+        "1000": ("nano", "trt_pose_resnet18_att", "fp16", 1, "python", "throughput", 22.0, None),
+        "1001": ("agx-xavier", "trt_pose_resnet18_att", "fp16", 1, "python", "throughput", 251.0, None),
+        "1002": ("nano", "trt_pose_densenet121_att", "fp16", 1, "python", "throughput", 12.0, None),
+        "1003": ("agx-xavier", "trt_pose_densenet121_att", "fp16", 1, "python", "throughput", 101.0, None),
+    }
+    assert published.SOURCES["TRTPOSE"].harness == published.SOURCES["T2T_XAV"].harness
+    from pytest_jetson.models import zoo
+
+    for row in published.published_rows():
+        if str(row["id"]) in rows:  # no resolution on the case: the zoo's default is the row's size
+            side = int(str(row["resolution"]).split("x")[0])
+            assert zoo.default_resolution(rows[str(row["id"])].model) == (side, side)
+    why = {str(row["id"]): reason for row, reason in skipped}
+    assert "Xavier NX" in why["1004"] and "Xavier NX" in why["1005"]
+
+
 def test_the_gemm_microbenchmarks_set_the_efficiencies_directly():
     cs, _ = published.cases()
     gemm = {c.precision: c for c in cs if c.metric == "roof_gemm"}
