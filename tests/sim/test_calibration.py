@@ -141,6 +141,19 @@ def test_an_architecture_a_fit_never_saw_takes_its_nearest_measured_relatives_co
     assert shipped["pascal"]["cuda_eff"]["fitted_to"] == "inherited from maxwell: no published pascal row"
 
 
+def test_an_architecture_is_fitted_only_on_more_rows_than_its_own_constants():
+    """Without torch2trt's tables, trt_pose's two AGX Xavier rows fit Volta's one constant, but its
+    two Nano rows cannot fit Maxwell's two (CUDA-core efficiency and Winograd gain): Maxwell takes
+    its relative's, as with no row at all."""
+    cs = [c for c in published.cases()[0] if c.source in ("TRTPOSE", "VD_G", "VD_E", "YOLOQAT")]
+    f = calibration.fit(cs)
+    fitted = f.notes["fitted"].split(", ")
+    assert "volta.tc_eff" in fitted and "volta" not in f.inherited
+    assert f.inherited["maxwell"] == "ampere"
+    assert "maxwell.cuda_eff" not in fitted and "maxwell.wino_gain" not in fitted
+    assert f.arch["maxwell"]["cuda_eff"] == f.arch["ampere"]["cuda_eff"]
+
+
 def test_a_source_that_contradicts_itself_is_left_out_with_both_figures():
     _, skipped = published.cases()
     why = {str(row["id"]): reason for row, reason in skipped}
