@@ -167,6 +167,22 @@ class Net:
         return self.node("Conv", inputs, (cout, oh, ow), name, kernel_shape=[kh, kw],
                          strides=[sh, sw], pads=[ph, pw, ph, pw], dilations=[dh, dw], group=groups)
 
+    def conv_transpose(self, x: str, cout: int, k: int, stride: int = 1, pad: int = 0,
+                       bias: bool = True, name: str = "deconv") -> str:
+        """torch's ConvTranspose2d (square kernel, no output padding, groups 1)."""
+        cin, h, w = self.shapes[x]
+        # each output element sums cin x k x k / stride^2 products: He-normal over that fan-in
+        fan_in = max(cin * k * k // (stride * stride), 1)
+        inputs = [x, self.weight(name + ".weight", (cin, cout, k, k), "normal", fan_in)]
+        if bias:
+            inputs.append(self.weight(name + ".bias", (cout,), "zeros"))
+        oh = (h - 1) * stride - 2 * pad + k
+        ow = (w - 1) * stride - 2 * pad + k
+        if oh < 1 or ow < 1:
+            raise ValueError(f"{name}: input {h}x{w} is too small")
+        return self.node("ConvTranspose", inputs, (cout, oh, ow), name, kernel_shape=[k, k],
+                         strides=[stride, stride], pads=[pad] * 4)
+
     def bn(self, x: str, name: str = "bn", eps: float = 1e-5, residual: bool = False) -> str:
         """``residual``: the last norm of a residual branch gets a small random scale, so random
         weights do not double the activations' variance at every block (fp16 engines of
@@ -190,6 +206,9 @@ class Net:
 
     def sigmoid(self, x: str, name: str = "sigmoid") -> str:
         return self.node("Sigmoid", [x], self.shapes[x], name)
+
+    def tanh(self, x: str, name: str = "tanh") -> str:
+        return self.node("Tanh", [x], self.shapes[x], name)
 
     def silu(self, x: str, name: str = "silu") -> str:
         # torch exports nn.SiLU as Sigmoid + Mul; TensorRT fuses the pair into the producer

@@ -158,7 +158,9 @@ def squeezenet1_1(net: Net) -> None:
 # --- DenseNet-121 -----------------------------------------------------------------------------
 
 
-def densenet121(net: Net, growth: int = 32, blocks=(6, 12, 24, 16), init: int = 64, bn_size: int = 4) -> None:
+def densenet121_features(net: Net, growth: int = 32, blocks=(6, 12, 24, 16), init: int = 64,
+                         bn_size: int = 4) -> str:
+    """torchvision's ``densenet121().features``: it ends at norm5, before the ReLU of forward()."""
     x = net.conv(net.input, init, 7, 2, 3, bias=False, name="features.conv0")
     x = net.relu(net.bn(x, name="features.norm0"), name="features.relu0")
     x = net.maxpool(x, 3, 2, 1, name="features.pool0")
@@ -180,7 +182,11 @@ def densenet121(net: Net, growth: int = 32, blocks=(6, 12, 24, 16), init: int = 
             x = net.relu(net.bn(x, name=name + ".norm"), name=name + ".relu")
             x = net.conv(x, c // 2, 1, bias=False, name=name + ".conv")
             x = net.avgpool(x, 2, 2, name=name + ".pool")
-    x = net.relu(net.bn(x, name="features.norm5"), name="relu")
+    return net.bn(x, name="features.norm5")
+
+
+def densenet121(net: Net) -> None:
+    x = net.relu(densenet121_features(net), name="relu")
     x = net.flatten(net.global_avgpool(x, name="avgpool"), name="flatten")
     net.output(net.linear(x, 1000, name="classifier"))
 

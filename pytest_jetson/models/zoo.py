@@ -21,6 +21,7 @@ from typing import Callable, Dict, List, NamedTuple, Tuple, Union
 from ..errors import ModelError
 from ..fileio import lock as file_lock
 from ..fileio import write_atomic
+from . import pose_nets as pose
 from . import torchvision_nets as tv
 from . import yolo
 from .builder import Net
@@ -72,6 +73,9 @@ _ZOO: Dict[str, _Entry] = {
     "fcn_resnet50": _Entry(lambda n: tv.fcn(n, "resnet50"), 520, "segmentation", 1, 32),
     # the extra blocks' unpadded 3x3 convolutions need a 5x5 map at conv10: 268 pixels at least
     "ssd300_vgg16": _Entry(tv.ssd300_vgg16, 300, "detection", 1, 268),
+    # trt_pose's pre-trained human-pose models, at the sizes they were trained and timed at
+    "trt_pose_resnet18_att": _Entry(pose.resnet18_baseline_att, 224, "pose", 1, 32),
+    "trt_pose_densenet121_att": _Entry(pose.densenet121_baseline_att, 256, "pose", 1, 32),
 }
 
 
@@ -91,13 +95,14 @@ def _entry(name: str) -> _Entry:
 
 
 def default_resolution(name: str) -> Tuple[int, int]:
-    """The input (height, width) the published figures use: 224, 640 (yolov8n), 520 (FCN), 300 (SSD300)."""
+    """The input (height, width) the published figures use: 224, 640 (yolov8n), 520 (FCN), 300 (SSD300),
+    256 (trt_pose's densenet121)."""
     r = _entry(name).resolution
     return (r, r)
 
 
 def task(name: str) -> str:
-    """"classification", "detection" or "segmentation"."""
+    """"classification", "detection", "segmentation" or "pose"."""
     return _entry(name).task
 
 

@@ -90,6 +90,11 @@ def test_every_model_takes_other_resolutions(name, h, w):
         assert stats.output_shapes == [(1, 255, hw[0] // s, hw[1] // s) for s in (8, 16, 32)]
     elif name == "yolov7":
         assert out == (1, 3 * sum(cells), 85)
+    elif entry.task == "pose":  # trt_pose: confidence maps and part affinity fields, one grid
+        assert [s[:2] for s in stats.output_shapes] == [(1, 18), (1, 42)]
+        assert stats.output_shapes[0][2:] == stats.output_shapes[1][2:]
+        if hw[0] % 32 == 0 and hw[1] % 32 == 0:
+            assert stats.output_shapes[0][2:] == (hw[0] // 4, hw[1] // 4)
     elif name == "ssd300_vgg16":  # boxes and class scores per default box at this size
         boxes = len(ssd300_default_boxes(*hw))
         assert stats.output_shapes == [(1, boxes, 4), (1, boxes, 91)]

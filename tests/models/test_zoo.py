@@ -20,6 +20,14 @@ from pytest_jetson.models import zoo
 
 ROOT = Path(__file__).resolve().parents[2]
 
+def _pose_head_params(c_in: int) -> int:
+    """trt_pose's CmapPafHeadAttention(c_in, 18, 42, 256, num_upsample=3): per branch three
+    ConvTranspose2d(4x4, bias) + BatchNorm2d(256), a 3x3 attention conv; then 1x1 convs to 18, 42."""
+    up = (c_in + 256 + 256) * 256 * 16 + 3 * 256 + 3 * 2 * 256
+    att = 256 * 256 * 9 + 256
+    return 2 * (up + att) + (256 * 18 + 18) + (256 * 42 + 42)
+
+
 # sum(p.numel() for p in model.parameters()) of torchvision; Ultralytics' model summaries (unfused)
 # for YOLOv8 (the counts in ultralytics/cfg/models/v8/yolov8.yaml; the docs round them to 3.2,
 # 11.2, 25.9, 43.7 and 68.2 M), YOLO11 (the counts in ultralytics/cfg/models/11/yolo11.yaml) and YOLOv5s.
@@ -59,6 +67,12 @@ PARAMS = {
     "fcn_resnet18": 11_769_301,
     # torchvision's SSD300_VGG16_Weights.COCO_V1 meta["num_params"]
     "ssd300_vgg16": 35_641_826,
+    # trt_pose (commit 336b8cd) states no count: torchvision's backbone without its classifier
+    # (resnet18 11,689,512 - 513,000; densenet121 7,978,856 - 1,025,000) plus CmapPafHeadAttention.
+    # With the classifier trt_pose keeps but never calls, torch counts 21,278,308 and 21,761,956:
+    # 81 and 83 MiB of float32, the README's 81 MB and 84 MB weight files.
+    "trt_pose_resnet18_att": 11_689_512 - 513_000 + _pose_head_params(512),
+    "trt_pose_densenet121_att": 7_978_856 - 1_025_000 + _pose_head_params(1024),
 }
 
 # Published multiply-adds in GMACs at the default input: torchvision's model tables ("GFLOPS"
@@ -187,6 +201,43 @@ def test_small_models_pass_full_check_and_run_in_onnxruntime(name, resolution, s
     assert stats.output_shapes == [shape]
     if name == "yolov7":
         assert np.all(out[..., 4:] <= 1.0)  # objectness and classes through the sigmoid
+    from pytest_jetson.models.graph import analyze
+    full = analyze(model, batch=2)
+    assert (full.params, full.macs, full.flops) == (stats.params, stats.macs, stats.flops)
+
+
+@pytest.mark.parametrize("name,backbone,features,side", [("trt_pose_resnet18_att", "resnet18", 512, 224),
+                                                          ("trt_pose_densenet121_att", "densenet121", 1024, 256)])
+def test_trt_pose_macs_are_the_backbone_and_the_attention_head(name, backbone, features, side):
+    """The backbone's MACs (the torchvision network's without its classifier) plus, per branch,
+    three stride-2 4x4 transposed convolutions (every input element times 256 x 16), the 3x3
+    attention convolution and the 1x1 output convolution at a quarter of the input."""
+    f = side // 32
+    up = (f * f * features + (2 * f) ** 2 * 256 + (4 * f) ** 2 * 256) * 256 * 16
+    att = (8 * f) ** 2 * 256 * 256 * 9
+    out = (8 * f) ** 2 * 256 * (18 + 42)
+    trunk = zoo.stats(backbone, resolution=side).macs - features * 1000
+    assert zoo.default_resolution(name) == (side, side)
+    assert zoo.stats(name).macs == trunk + 2 * (up + att) + out
+    assert zoo.task(name) == "pose"
+    assert zoo.stats(name).output_shapes == [(1, 18, side // 4, side // 4), (1, 42, side // 4, side // 4)]
+
+
+@pytest.mark.parametrize("name", ["trt_pose_resnet18_att", "trt_pose_densenet121_att"])
+def test_trt_pose_nets_pass_full_check_and_run_in_onnxruntime(name):
+    """The transposed convolutions' tracked shapes are onnxruntime's; the heads' gates are live."""
+    ort = pytest.importorskip("onnxruntime")
+    model = zoo.build(name, resolution=64)
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("ConvTranspose") == 6 and {"Sigmoid", "Tanh"} <= set(ops)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).random((2, 3, 64, 64), dtype=np.float32)
+    cmap, paf = sess.run(None, {sess.get_inputs()[0].name: x})
+    assert (cmap.shape, paf.shape) == ((2, 18, 16, 16), (2, 42, 16, 16))
+    assert np.isfinite(cmap).all() and np.isfinite(paf).all() and cmap.std() > 0
+    stats = zoo.stats(name, resolution=64, batch=2)
+    assert stats.output_shapes == [cmap.shape, paf.shape]
     from pytest_jetson.models.graph import analyze
     full = analyze(model, batch=2)
     assert (full.params, full.macs, full.flops) == (stats.params, stats.macs, stats.flops)

@@ -156,3 +156,14 @@ def test_a_channel_split_is_a_view_on_ampere_and_a_copy_per_slice_on_older_archi
     # a network without a split plans the same kernels on every architecture
     assert plan(load("resnet50"), "fp16", arch="maxwell").n == plan(load("resnet50"), "fp16", arch="ampere").n
 
+
+
+def test_transposed_convolutions_are_priced_as_convolutions_of_their_macs():
+    """trt_pose's upsampling ConvTranspose layers (4x4, stride 2) are tensor-core convolutions whose
+    work is every input element times its 256 x 16 outputs, not operators without a model."""
+    w = load("trt_pose_resnet18_att")
+    up = [i for i, op in enumerate(w.op) if op == "ConvTranspose"]
+    assert len(up) == 6 and all(w.kind[i] == KIND["conv"] for i in up)
+    assert sorted(w.k_macs[up]) == sorted([7 * 7 * 512 * 256 * 16, 14 * 14 * 256 * 256 * 16,
+                                           28 * 28 * 256 * 256 * 16] * 2)
+    assert w.unknown_ops == ()
