@@ -45,7 +45,10 @@ print(json.dumps({"rc": rc, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss
 def _run(project: Path, n: int, xdist: bool) -> dict:
     report = project / f"report-{n}-{int(xdist)}.json"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jetson-device", "orin-nano",
-           "--jetson-report-json", str(report)] + (["-n", "2"] if xdist else ["-p", "no:xdist"])
+           "--jetson-report-json", str(report),
+           # a private temporary root: pytest's shared one makes a session delete what other
+           # sessions on the machine left there (seconds of a run, none of it the suite's)
+           "--basetemp", str(project / f"tmp-{n}-{int(xdist)}")] + (["-n", "2"] if xdist else ["-p", "no:xdist"])
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTEST_JETSON_SYSROOT=str(project / "empty-root"))
     env.pop("GITHUB_STEP_SUMMARY", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules compiled once, not per process
