@@ -701,9 +701,15 @@ class PerfSession:
         """The baseline key of a node id: the same however pytest was invoked."""
         key = self._keys.get(nodeid)
         if key is None:
-            from .gate.keys import baseline_key
+            # the module's part once per module: resolving its path for each of thousands of
+            # tests was most of what an xdist controller did after its workers had finished
+            module, sep, rest = nodeid.partition("::")
+            prefix = self._keys.get(module)
+            if prefix is None:
+                from .gate.keys import baseline_key
 
-            key = self._keys[nodeid] = baseline_key(self.config.rootpath, nodeid, self.project())
+                prefix = self._keys[module] = baseline_key(self.config.rootpath, module, self.project())
+            key = self._keys[nodeid] = prefix + sep + rest
         return key
 
     def close(self):
@@ -883,7 +889,13 @@ class PerfSession:
         for m in measurements:
             m.extra.setdefault("gpu_metrics", self._gpu_metrics)
 
+    @pytest.hookimpl(trylast=True)  # on a worker: after xdist has sent the report
     def pytest_runtest_logreport(self, report):
+        if self.worker:
+            # the controller counts, keeps and writes; the report a worker keeps (its terminal's
+            # statistics) holding the whole result would grow with the worker's share of the suite
+            report.__dict__.pop("jetson", None)
+            return
         if "perf" in report.keywords or getattr(report, "jetson", None) is not None:
             status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
             category = status[0] if status else report.outcome
@@ -892,9 +904,8 @@ class PerfSession:
             self.ran.append(report.nodeid)
             result = getattr(report, "jetson", None)
             if result is not None:
-                if not self.worker:
-                    result = report.jetson = self._kept(result)
-                self.results.append(result)
+                self.results.append(self._kept(result))
+                report.jetson = self.results[-1]
 
     def _kept(self, result):
         """A judged result as the session keeps it to its end (``jsonreport.kept``: its report

@@ -70,3 +70,15 @@ def test_serial_and_xdist_reports_hold_the_same_tests(suite):
                       for t in tests)
 
     assert shape("serial.json") == shape("xdist.json")
+
+
+def test_an_xdist_worker_holds_no_measurement_after_its_test(suite):
+    # a worker sends each result to the controller: one it also kept would grow with its share
+    pytest.importorskip("xdist")
+    suite.makeconftest(CONFTEST.replace(
+        'print(f"measurements held whole: {len(held)}, samples: {samples}")',
+        'name = getattr(session.config, "workerinput", {}).get("workerid", "controller")\n'
+        '    open(f"held-{name}.txt", "w").write(f"{len(held)} {samples}")'))
+    _run(suite, "-n", "2", "--jetson-report-json", "r.json").assert_outcomes(passed=4)
+    held = {p.name: p.read_text() for p in suite.path.glob("held-*.txt")}
+    assert held == {"held-controller.txt": "0 0", "held-gw0.txt": "0 0", "held-gw1.txt": "0 0"}
