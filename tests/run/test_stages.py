@@ -307,3 +307,28 @@ def test_on_a_board_a_gpu_library_imported_late_is_still_synchronised(monkeypatc
     finally:
         ACTIVE.reset(token)
     assert len(rec.events) == 1 and log.current["post"] == pytest.approx(0.005)
+
+
+def test_a_long_pipeline_keeps_its_stage_times_in_8_byte_columns():
+    # a dict and a tuple per call held a million-call pipeline's stages in about 300 MB
+    import tracemalloc
+
+    clock = SimClock()
+
+    def pipeline():
+        with pytest_jetson.stage("pre"):
+            clock.advance(0.001)
+        with pytest_jetson.stage("infer"):
+            clock.advance(0.002)
+
+    _run(pipeline, iterations=10)  # imports and first-use caches outside the window
+    tracemalloc.start()
+    try:
+        w, _ = _run(pipeline, iterations=20_000)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    per_call = w.stages.per_stage(0, 10**9)
+    assert [len(per_call[s]) for s in ("pre", "infer")] == [20_000, 20_000]
+    # two stages: a call index and seconds each (32 bytes), the latencies and end times (16)
+    assert held / 20_000 < 100
