@@ -272,12 +272,26 @@ def _fill(ctas: Any, per_wave: Any, sm: Any) -> Any:
     return ((waves - 1) * sm + np.minimum(sm, last)) / (waves * sm)
 
 
+#: Extra passes over a layer's output when NVDLA runs an activation that multiplies a special
+#: function by its own input (SiLU, Swish, Mish, GELU): its post-processor applies its lookup
+#: table last (after its ALU and multiplier stages), so it cannot fuse x * sigmoid(x) into the
+#: convolution's output as a GPU epilogue does. The sigmoid is a pass of its own (read x, write
+#: s) and the product another (read x and s, write y): four tensor transfers beyond the
+#: convolution's own write. A ReLU or a plain sigmoid stays fused.
+DLA_GATED_PASSES = 4.0
+
+
 def dla_costs(e: Engine, arch: str, precision: str, batch: int, c: Dict[str, Any]) -> Costs:
-    """The kernels of ``e`` that NVDLA runs, on one DLA core at ``dla_eff`` of its peak."""
+    """The kernels of ``e`` that NVDLA runs, on one DLA core at ``dla_eff`` of its peak; a gated
+    activation's own passes (``DLA_GATED_PASSES``) follow its layer as DRAM-bound steps."""
     sel = e.dla_ok & (e.source >= 0)
     r = rate(arch, "dla", precision) or rate(arch, "dla", "fp16")
     moved = batch * (e.in_bytes[sel] + e.out_bytes[sel]) + e.weight_bytes[sel]
     a = batch * e.macs[sel] / (max(r, 1.0) * c["dla_eff"])
+    gated = (e.sfu[sel] > 0) & (e.simple[sel] > 0)
+    passes = batch * e.out_bytes[sel][gated] * DLA_GATED_PASSES
+    a = np.concatenate([a, np.zeros(passes.size)])
+    moved = np.concatenate([moved, passes])
     return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(sel.sum()))
 
 

@@ -23,8 +23,12 @@ from ..models.reference import PLAN, resolve
 KINDS = ("conv", "depthwise", "gemm", "pool", "elementwise", "resize", "concat", "softmax", "other",
          "reformat")
 KIND = {k: i for i, k in enumerate(KINDS)}
-#: Kernel kinds NVDLA cannot run: TensorRT falls back to the GPU for them.
+#: Kernel kinds NVDLA cannot run: TensorRT falls back to the GPU for them (a resize only where it
+#: is not a nearest-neighbour one by a whole factor: ``_dla_ok``).
 DLA_UNSUPPORTED = ("resize", "softmax", "other")
+#: The largest whole scale factor NVDLA's nearest-neighbour resize takes per side (TensorRT's DLA
+#: layer restrictions, from 8.2 on).
+DLA_RESIZE_MAX = 32
 #: Ops that TensorRT runs as views (an offset into their input), never as kernels.
 VIEW_KERNELS = ("Split", "Slice")
 #: Special-function-unit operations per element of an activation (exponentials, reciprocals):
@@ -197,16 +201,33 @@ def _chain_edges(edges: _Edges, ks: List[Any], b: int) -> List[str]:
     return [f"<k{len(ks) - 1}>"]
 
 
+def _side_scale(ks: List[Any], spatial: np.ndarray, b: int) -> np.ndarray:
+    """Each kernel's output side over its input side (a resize's scale factor; 0 where unknown)."""
+    cin = _column(ks, "in_channels", False, b)
+    inp = _column(ks, "input_elems", True, b)
+    ratio = np.divide(spatial * cin, inp, out=np.zeros(len(ks)), where=inp > 0)
+    return np.sqrt(np.maximum(ratio, 0.0))
+
+
 def _column(ks: List[Any], attr: str, per_item: bool, b: int, default: float = 0.0) -> np.ndarray:
     v = np.array([float(getattr(k, attr, default) or default) for k in ks])
     return v / b if per_item else v
 
 
-def _dla_ok(kind: np.ndarray, spatial: np.ndarray, ops: List[str]) -> np.ndarray:
-    # GlobalAveragePool (a pool down to 1x1) is the layer the seeds name as falling back from DLA.
+def _dla_ok(kind: np.ndarray, spatial: np.ndarray, ops: List[str], flops: np.ndarray,
+            scale: np.ndarray) -> np.ndarray:
+    """Kernels NVDLA runs. GlobalAveragePool (a pool down to 1x1) is the layer the seeds name as
+    falling back. A resize runs there when it is nearest-neighbour (no arithmetic: a linear one
+    interpolates) by a whole factor of 1 to 32 per side: YOLO's upsampling stays on the DLA, as
+    the cuDLA samples' standalone YOLOv5s loadable (built with no GPU fallback at all) shows."""
+    def nearest(i: int) -> bool:
+        s = scale[i]
+        return flops[i] == 0 and 1.0 <= s <= DLA_RESIZE_MAX and abs(s - round(s)) < 1e-6
+
     return np.array([
-        KINDS[kd] not in DLA_UNSUPPORTED and not (KINDS[kd] == "pool" and (sp <= 1 or "Global" in op))
-        for kd, sp, op in zip(kind, spatial, ops)
+        (KINDS[kd] not in DLA_UNSUPPORTED or (KINDS[kd] == "resize" and nearest(i)))
+        and not (KINDS[kd] == "pool" and (sp <= 1 or "Global" in op))
+        for i, (kd, sp, op) in enumerate(zip(kind, spatial, ops))
     ])
 
 
@@ -291,7 +312,7 @@ def from_stats(stats: Any) -> Workload:
         k_channels=arr("out_channels", False, 1.0), k_spatial=spatial, k_groups=arr("groups", False, 1.0),
         k_ksize=arr("kernel_size", False, 1.0), k_stride=arr("stride", False, 1.0),
         k_cin=arr("in_channels", False, 0.0), k_sfu=sfu, k_simple=simple,
-        dla_ok=_dla_ok(kind, spatial, ops), e_kernel=np.array(edges.kernel, dtype=np.int64),
+        dla_ok=_dla_ok(kind, spatial, ops, arr("flops", True), _side_scale(ks, spatial, b)), e_kernel=np.array(edges.kernel, dtype=np.int64),
         e_tensor=np.array(edges.tensor_of, dtype=np.int64), e_elems=np.array(edges.read, dtype=float),
         t_producer=np.array(edges.producer, dtype=np.int64), t_output=edges.outputs(outputs),
         t_elems=np.array(edges.elems, dtype=float), io_in=int(io_in), io_out=int(io_out),

@@ -100,3 +100,20 @@ def test_winograd_prices_3x3_convolutions_where_tensorrt_uses_it(device, gains):
 def test_the_nanos_fitted_winograd_gain_is_within_what_f2x2_3x3_allows():
     gain = plan.device_constants(resolve("nano", None), [])["wino_gain"]
     assert 1.0 < gain <= 2.25
+
+
+@pytest.mark.parametrize("model, gated", [("yolov5s", True), ("resnet50", False)])
+def test_a_dla_runs_a_gated_activation_as_passes_of_its_own(model, gated):
+    """NVDLA's post-processor applies its lookup table last, so a SiLU (x * sigmoid(x)) after a
+    convolution costs a sigmoid pass and a product pass over the layer's output; a ReLU stays fused."""
+    from pytest_jetson.sim.costs import DLA_GATED_PASSES, dla_costs
+    from pytest_jetson.sim.engine import plan as build
+
+    e = build(load(model, None), "int8", arch="ampere")
+    on_dla = e.dla_ok & (e.source >= 0)
+    own = float((e.in_bytes[on_dla] + e.out_bytes[on_dla] + e.weight_bytes[on_dla]).sum())
+    moved = float(dla_costs(e, "ampere", "int8", 1, dict(constants.constants("ampere"))).bytes.sum())
+    if gated:
+        assert moved > own * (1.0 + DLA_GATED_PASSES * 0.1)
+    else:
+        assert moved == pytest.approx(own)

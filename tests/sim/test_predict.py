@@ -564,3 +564,15 @@ def test_a_dla_runs_a_batch_image_by_image():
     one, sixteen = (predict("agx-orin-64gb", "resnet50", "int8", b, accelerator="dla", power_mode="MAXN").latency
                     for b in (1, 16))
     assert sixteen / one > 12
+
+
+def test_a_dla_keeps_a_nearest_upsample_and_hands_a_bilinear_one_to_the_gpu():
+    # TensorRT's DLA runs a nearest-neighbour resize by a whole factor (cuDLA-samples build their
+    # YOLOv5s as a standalone loadable, no GPU fallback allowed); a bilinear one falls back
+    yolo = predict("agx-orin-64gb", "yolov5s", "int8", 1, accelerator="dla", power_mode="MAXN")
+    assert not any("fall back to the GPU" in n for n in yolo.notes)
+    one, sixteen = (predict("agx-orin-64gb", "yolov5s", "int8", b, accelerator="dla", power_mode="MAXN").latency
+                    for b in (1, 16))
+    assert sixteen / one > 15  # nothing left to amortise: image by image
+    fcn = predict("agx-orin-64gb", "fcn_resnet50", "fp16", 1, accelerator="dla", power_mode="MAXN")
+    assert any("fall back to the GPU" in n and "resize" in n.lower() for n in fcn.notes)
