@@ -87,6 +87,9 @@ TIME_PARAMS: Tuple[Param, ...] = (
     Param("cuda_eff", 0.3, 0.95, "maxwell", "fraction of CUDA-core peak a large GEMM reaches on Maxwell"),
     Param("wino_gain", 1.0, 2.25, "maxwell", "a Winograd 3x3 convolution's rate over an implicit GEMM's on "
           "Maxwell's CUDA cores (at most F(2x2, 3x3)'s 2.25x fewer multiplies)"),
+    # an SM's shared-memory port moves 128 B per cycle and its L1 64 B to L2; the epilogue goes
+    # through both (out to shared memory, back, then to L2), so it drains at 16-64 B per cycle
+    Param("store_bpc", 16.0, 64.0, why="bytes per SM per cycle a tile kernel's epilogue stores its outputs at"),
     Param("dla_eff", 0.05, 0.9, why="fraction of NVDLA's peak a convolution reaches"),
     Param("contention", 0.01, 5.0, why="slow-down of a busy GPU per unit of a DLA neighbour's DRAM load"),
 )
@@ -269,7 +272,7 @@ class Batch:
     # -- the per-kernel part (depends on the efficiency constants only) -----------------------
     def _costs(self, c: Dict[str, Any], arch_c: Dict[str, Dict[str, float]]) -> Tables:
         key = tuple(float(c[k]) for k in ("conv_k0", "dw_eff", "mem_eff", "dla_eff", "int8_factor",
-                                           "conv_eff")) + tuple(
+                                           "conv_eff", "store_bpc", "write_cost")) + tuple(
             float(arch_c[a][k]) for a in ARCHS for k in ARCH_KEYS)
         if key == self._cost_key and self._tables is not None:
             return self._tables
@@ -378,6 +381,12 @@ def _direct(fit: Fit, train: List[Case]) -> None:
         fit.c["mem_eff"] = min(0.98, dram[0].value / hw.bw)
         fit.notes["mem_eff"] = (f"published row {dram[0].id}: GPU DRAM-read roof {dram[0].value / 1e9:.1f} GB/s "
                                 f"over the {hw.mode} mode's {hw.bw / 1e9:.1f} GB/s peak")
+    writes = [c for c in train if c.metric == "roof_dram" and c.extra.get("kind") == "DRAM write"]
+    if dram and writes and writes[0].device == dram[0].device:
+        fit.c["write_cost"] = max(1.0, dram[0].value / writes[0].value)
+        fit.notes["write_cost"] = (f"published rows {dram[0].id} and {writes[0].id}: GPU DRAM read "
+                                   f"{dram[0].value / 1e9:.1f} GB/s over write {writes[0].value / 1e9:.1f} GB/s "
+                                   "on the same board and mode")
     gemms = {c.precision: c for c in train if c.metric == "roof_gemm"}
     if not gemms:
         return
@@ -813,8 +822,9 @@ def _fitted_entries(f: Fit, data: Dict[str, Any]) -> None:
 
 def _direct_entries(f: Fit, data: Dict[str, Any]) -> None:
     """Constants read straight off microbenchmark rows, and those inherited from a relative."""
-    if "mem_eff" in f.notes:
-        data["global"]["mem_eff"] = {"value": _round4(f.c["mem_eff"]), "fitted_to": f.notes["mem_eff"]}
+    for name in ("mem_eff", "write_cost"):
+        if name in f.notes:
+            data["global"][name] = {"value": _round4(f.c[name]), "fitted_to": f.notes[name]}
     if "volta.int8_arch" in f.notes:
         data["arch"].setdefault("volta", {})["int8_arch"] = {"value": _round4(f.arch["volta"]["int8_arch"]),
                                                              "fitted_to": f.notes["volta.int8_arch"]}

@@ -30,6 +30,8 @@ ARCH_DEFAULTS: Dict[str, float] = {
     "wino_gain": 1.3,        # a Winograd 3x3 convolution's rate over an implicit GEMM's (CUDA cores)
     "dw_eff": 0.30,          # depthwise / thin grouped convs on CUDA cores
     "mem_eff": 0.90,         # fraction of DRAM peak a kernel's traffic reaches
+    "write_cost": 1.0,       # bus time of a written byte over a read one (DRAM write roof over read roof)
+    "store_bpc": 32.0,       # bytes per SM per cycle a tile kernel's epilogue stores (shared memory, then L2)
     "kernel_cycles": 2000.0,  # fixed GPU cycles per kernel (block ramp-up, tail)
     "kernel_us": 3.0,        # fixed microseconds per kernel, whatever the clock (launch gap)
     "graph_kernel_frac": 0.5,  # share of that gap left when a CUDA graph launches the kernels

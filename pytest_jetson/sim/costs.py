@@ -233,6 +233,12 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     # Elementwise work per output element: special-function ops and plain ones on fp32 lanes.
     outputs = batch * e.out_bytes / P_BYTES[prec]
     a_epi = outputs * (e.sfu / SFU[arch_i] + e.simple / fp32) / (sm * c["cuda_eff"])
+    # A tile kernel writes its outputs after its main loop: accumulators staged through shared
+    # memory and stored to L2 at ``store_bpc`` bytes per SM per cycle, and a block's last tile
+    # has no loop left to hide that behind. So the drain grows with the bytes written (fp32 twice
+    # fp16's), which a thin, high-resolution layer (few MACs per output) feels and a wide one
+    # does not: a thin network's fp16/tf32/int8 times differ by more than its MACs' rates say.
+    a_epi = a_epi + np.where(dense | dw, outputs * P_BYTES[prec] / (c["store_bpc"] * sm), 0.0)
     a = np.where(dense, a_mm + a_epi, np.where(dw, a_dw + a_epi, np.maximum(a_st, a_epi)))
     moved = batch * (e.in_bytes + e.out_bytes) + e.weight_bytes
     ops = batch * np.maximum(e.macs, e.flops / 2.0) * MAC_ENERGY[prec]
@@ -241,7 +247,10 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
            + np.where(dense | dw, 0.0, a_st * c["cuda_eff"]) + outputs * (e.sfu + e.simple) / (fp32 * sm))
     # streaming and depthwise kernels: a block per 1024 outputs (256 threads, 4 each)
     fill = np.where(dense, fill, _fill(np.ceil(outputs / 1024.0), sm, sm))
-    return Costs(a=a, b=moved / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops,
+    # ``mem_eff`` is the read roof; a written byte takes ``write_cost`` times a read one's bus time
+    # (the DRAM microbenchmarks' read over write bandwidth: bus turnarounds, write-backs from L2)
+    bus = moved + (c["write_cost"] - 1.0) * batch * e.out_bytes
+    return Costs(a=a, b=bus / c["mem_eff"], bytes=moved, n=int(kind.size), ops=ops,
                  tensor=np.where(on_tc, pipe_mm, 0.0), alu=alu, fill=fill)
 
 

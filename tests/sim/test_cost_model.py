@@ -117,3 +117,33 @@ def test_a_dla_runs_a_gated_activation_as_passes_of_its_own(model, gated):
         assert moved > own * (1.0 + DLA_GATED_PASSES * 0.1)
     else:
         assert moved == pytest.approx(own)
+
+
+def test_a_tile_kernels_epilogue_drain_weighs_on_a_thin_layer_in_fp32_more_than_in_int8():
+    """A convolution stores its outputs after its main loop at ``store_bpc`` bytes per SM per
+    cycle: yolo11n's thin, 640 px layers pay for it by bytes per element (fp32 four times int8),
+    a slower store path costs more, and the fitted rate stays within what an SM's ports move."""
+    hw = resolve(SUPER, None)
+    c = plan.device_constants(hw, [])
+    assert 16.0 <= c["store_bpc"] <= 64.0
+    tables = plan.KernelTables(load("yolo11n", None, None), hw, c)
+    extra = {}
+    for p in ("fp32", "int8"):
+        e = tables.engine(p)
+        fast, slow = (gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, 1, dict(c, store_bpc=v)).a.sum()
+                      for v in (64.0, 16.0))
+        assert slow > fast
+        extra[p] = slow - fast
+    assert extra["fp32"] > 2.0 * extra["int8"]
+
+
+def test_a_written_byte_costs_the_dram_write_roofs_share_more_bus_time():
+    """The DRAM microbenchmarks (Orin Nano, 15 W: read 62.3 GB/s, write 58.2 GB/s) set the bus
+    time of a kernel's writes relative to its reads; reads alone are unchanged."""
+    assert constants.constants("ampere")["write_cost"] == pytest.approx(62.268 / 58.162, rel=1e-3)
+    hw = resolve(SUPER, None)
+    c = plan.device_constants(hw, [])
+    e = plan.KernelTables(load("resnet18", None, None), hw, c).engine("fp16")
+    same, more = (gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, 1, dict(c, write_cost=w))
+                  for w in (1.0, 1.5))
+    assert more.b.sum() > same.b.sum() and more.bytes.sum() == pytest.approx(same.bytes.sum())
