@@ -238,7 +238,9 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     # has no loop left to hide that behind. So the drain grows with the bytes written (fp32 twice
     # fp16's), which a thin, high-resolution layer (few MACs per output) feels and a wide one
     # does not: a thin network's fp16/tf32/int8 times differ by more than its MACs' rates say.
-    a_epi = a_epi + np.where(dense | dw, outputs * P_BYTES[prec] / (c["store_bpc"] * sm), 0.0)
+    # A depthwise kernel is no tile kernel: each thread writes its outputs straight from its
+    # registers, and its loads and stores stream together (DRAM-bound, the roofline's other term).
+    a_epi = a_epi + np.where(dense, outputs * P_BYTES[prec] / (c["store_bpc"] * sm), 0.0)
     a = np.where(dense, a_mm + a_epi, np.where(dw, a_dw + a_epi, np.maximum(a_st, a_epi)))
     moved = batch * (e.in_bytes + e.out_bytes) + e.weight_bytes
     ops = batch * np.maximum(e.macs, e.flops / 2.0) * MAC_ENERGY[prec]
