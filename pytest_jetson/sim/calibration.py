@@ -135,7 +135,7 @@ class _Gemm:
                       flops=one * 2 * n ** 3, weight_bytes=one * 0.0, in_bytes=one * 2 * n * n * 2,
                       out_bytes=one * n * n * 2, spatial=one * n, n_out=one * n, k_red=one * n, cin_g=one * n,
                       groups=one, dla_ok=np.array([False]), source=np.array([0]), sfu=one * 0.0,
-                      simple=one * 0.0, reformats=0)
+                      simple=one * 0.0, stride=one, reformats=0)
 
 
 @dataclass

@@ -212,9 +212,11 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     # output transforms); ``wino_gain`` (per architecture) is what is left of that gain. On tensor
     # cores (Volta on) the implicit GEMMs win: with the gain on Volta too, Xavier's fitted
     # tensor-core efficiency fell to 0.50 to make up for it, and held out, Volta came out 20-40%
-    # too fast on every network.
-    stride1 = e.in_bytes / np.maximum(e.cin_g * e.groups * e.spatial * P_BYTES[prec], 1.0) < 1.5
-    wino = (dense & (kind == KIND["conv"]) & (window == 9) & stride1 & (e.cin_g >= 16)
+    # too fast on every network. The stride is the convolution's own: a ResNet basic block's
+    # second 3x3 reads its residual too (a fused add), and told from the bytes it reads, half
+    # of ResNet-18/34's 3x3 convolutions passed for strided ones, losing the transform (the
+    # Nano's ResNet-34 read 16% slow, ResNet-50 over it 1.19x against a published 1.48x).
+    wino = (dense & (kind == KIND["conv"]) & (window == 9) & (e.stride <= 1.0) & (e.cin_g >= 16)
             & WINOGRAD[arch_i] & ~on_tc & (P_BYTES[prec] >= 2))
     unit_eff = unit_eff * np.where(wino, c["wino_gain"], 1.0)
     # The main loop's fixed cost per tile (operand loads in flight before the first product) is

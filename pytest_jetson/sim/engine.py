@@ -73,6 +73,7 @@ class Engine:
     groups: np.ndarray
     sfu: np.ndarray         # special-function ops per output element (fused epilogue or the op)
     simple: np.ndarray      # other elementwise ops per output element
+    stride: np.ndarray      # a convolution's stride (1 for every other kernel)
     dla_ok: np.ndarray
     source: np.ndarray      # the workload kernel it came from; -1 for a reformat
     reformats: int
@@ -167,7 +168,7 @@ def _reformat_columns(elems: np.ndarray, src: np.ndarray, dst: np.ndarray) -> Li
     m = elems.size
     zeros, ones = np.zeros(m), np.ones(m)
     return [np.full(m, KIND["reformat"]), dst, zeros, elems, zeros, elems * P_BYTES[src], elems * P_BYTES[dst],
-            ones, ones, ones, ones, ones, np.ones(m, bool), np.full(m, -1), zeros, ones]
+            ones, ones, ones, ones, ones, np.ones(m, bool), np.full(m, -1), zeros, ones, ones]
 
 
 def reformats(elems: np.ndarray, src: int, dst: int) -> Engine:
@@ -176,7 +177,7 @@ def reformats(elems: np.ndarray, src: int, dst: int) -> Engine:
     return Engine(kind=cols[0].astype(np.int64), prec=cols[1].astype(np.int64), macs=cols[2], flops=cols[3],
                   weight_bytes=cols[4], in_bytes=cols[5], out_bytes=cols[6], spatial=cols[7], n_out=cols[8],
                   k_red=cols[9], cin_g=cols[10], groups=cols[11], dla_ok=cols[12].astype(bool),
-                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], reformats=int(np.size(elems)))
+                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], stride=cols[16], reformats=int(np.size(elems)))
 
 
 def _slice_columns(w: Workload, t_prec: np.ndarray) -> List[np.ndarray]:
@@ -188,7 +189,7 @@ def _slice_columns(w: Workload, t_prec: np.ndarray) -> List[np.ndarray]:
     zeros, ones = np.zeros(m), np.ones(m)
     moved = elems * P_BYTES[prec]
     return [np.full(m, KIND["other"]), prec, zeros, zeros, zeros, moved, moved, ones, ones, ones, ones, ones,
-            np.zeros(m, bool), np.full(m, SLICE), zeros, zeros]
+            np.zeros(m, bool), np.full(m, SLICE), zeros, zeros, ones]
 
 
 def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None, arch: Optional[str] = None) -> Engine:
@@ -224,9 +225,10 @@ def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None, arch: O
     weight_bytes = w.k_weights * P_BYTES[prec]
     # a quantized convolution rescales and rounds every output in its epilogue
     simple = w.k_simple + np.where(np.isin(kind, _MM) & (P_BYTES[prec] <= 1), 2.0, 0.0)
+    stride = np.where(kind == KIND["conv"], np.maximum(w.k_stride, 1.0), 1.0)
     cols = [kind[keep], prec[keep], w.k_macs[keep], w.k_flops[keep], weight_bytes[keep], in_bytes[keep],
             out_bytes[keep], spatial[keep], n_out[keep], k_red[keep], cin_g[keep], groups[keep], w.dla_ok[keep],
-            np.flatnonzero(keep), w.k_sfu[keep], simple[keep]]
+            np.flatnonzero(keep), w.k_sfu[keep], simple[keep], stride[keep]]
     if reform:
         extra = _reformat_columns(np.array([v[0] for v in reform.values()]),
                                   np.array([v[1] for v in reform.values()]), np.array([k[1] for k in reform]))
@@ -236,6 +238,6 @@ def plan(w: Workload, precision: str, fp16: Optional[np.ndarray] = None, arch: O
     return Engine(kind=cols[0].astype(np.int64), prec=cols[1].astype(np.int64), macs=cols[2], flops=cols[3],
                   weight_bytes=cols[4], in_bytes=cols[5], out_bytes=cols[6], spatial=cols[7], n_out=cols[8],
                   k_red=cols[9], cin_g=cols[10], groups=cols[11], dla_ok=cols[12].astype(bool),
-                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], reformats=len(reform),
+                  source=cols[13].astype(np.int64), sfu=cols[14], simple=cols[15], stride=cols[16], reformats=len(reform),
                   reform=tuple((t, v[1], d) for (t, d), v in reform.items()))
 
