@@ -10,7 +10,8 @@ DRAM and writes its output there. The achieved rate depends on the kernel's clas
   relative to fp16, ``int8_arch`` for an architecture's own int8 kernels), ``conv_eff`` for a convolution with a window on tensor cores (an implicit GEMM
   gathering its operands, against a plain GEMM or 1x1 convolution), and ``K / (K + k0)`` for the
   reduction length K, k0 being ``conv_k0`` scaled by the unit's rate relative to fp16 tensor cores
-  (the loop's fixed cost per tile is cycles, so the faster unit needs the longer K to hide it: a
+  and by the element size (``K0_FILL_EXP``): the loop's fixed cost per tile is latency in cycles
+  and the fill of its first operand stages, so the faster unit needs the longer K to hide it (a
   1x1 conv over 16 channels runs far below a 3x3 over 256). Input channels are padded to the
   tensor cores' vector width (8 in fp16, 16 in int8), except that a 3- or 4-channel image at a
   network's stem takes TensorRT's 4-wide vector format and pays for 4. The output tile is the one
@@ -85,6 +86,16 @@ OCCUPANCY_EXP = 0.5
 SOFTMIN = 0.35
 
 
+#: How a tile's fixed loop cost (``conv_k0``) grows with the operand's element size. That cost is
+#: partly latency (the first loads in flight: cycles, whatever the unit) and partly the pipeline's
+#: fill (its first stages' operand bytes, which per step of the reduction double from fp16 to
+#: TF32 and halve in int8). All latency (0) made a thin TF32 convolution saturate as early as an
+#: fp16 one: the small YOLO11 models read 12-14% fast in fp32 and n -> x 10.7x against a
+#: published 8.9x; all fill (1) made int8's thin layers 20-24% too fast against fp16 (VD_E's
+#: mobilenet_v2, YOLOv7 int8). Half of each (the geometric middle) is the assumption.
+K0_FILL_EXP = 0.5
+
+
 #: Switching energy of one multiply-accumulate relative to fp16 (a multiplier's energy grows about
 #: with the square of its operand width; the accumulators and operand delivery do not shrink).
 MAC_ENERGY = np.array([2.0, 1.5, 1.0, 1.0, 0.5, 0.5, 0.35])  # fp32 tf32 fp16 bf16 int8 fp8 fp4
@@ -152,7 +163,7 @@ def gpu_costs(e: Engine, arch: Any, sm: Any, has_tc: Any, batch: Any, c: Dict[st
     n_out = e.n_out
     useful = np.maximum(e.groups * m * n_out, 1.0)
     rate_unit = np.where(on_tc, tc, cuda)
-    k0 = c["conv_k0"] * rate_unit / 1024.0
+    k0 = c["conv_k0"] * rate_unit / 1024.0 * (P_BYTES[prec] / 2.0) ** K0_FILL_EXP
     k_sat = k_pad / (k_pad + k0)
     # Tactics: every tile, each with the reduction split over 1, 2 or 4 blocks (split-K: more
     # blocks to fill the SMs, each with a shorter loop and a partial sum to add), or dealt out

@@ -2,6 +2,7 @@
 clock cycles and microseconds, shape changes priced over TensorRT's tactics, int8 and Winograd
 per architecture."""
 
+import numpy as np
 import pytest
 
 from pytest_jetson import sim
@@ -10,7 +11,7 @@ from pytest_jetson.sim.calibration import TIME_PARAMS
 from pytest_jetson.sim.core import kernel_fixed_s
 from pytest_jetson.sim.costs import gpu_costs
 from pytest_jetson.sim.hardware import resolve
-from pytest_jetson.sim.workload import load
+from pytest_jetson.sim.workload import KIND, load
 
 SUPER = "orin-nano-8gb-super"
 
@@ -95,6 +96,39 @@ def test_winograd_prices_3x3_convolutions_where_tensorrt_uses_it(device, gains):
     with_w = gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, 1, dict(c, wino_gain=1.5)).a.sum()
     without = gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, 1, dict(c, wino_gain=1.0)).a.sum()
     assert (with_w < 0.95 * without) if gains else with_w == pytest.approx(without)
+
+
+def test_winograd_follows_the_convolutions_own_stride_not_the_bytes_it_reads():
+    """A ResNet basic block's second 3x3 also reads its residual (a fused add): it is still a
+    stride-1 3x3 and takes the Winograd gain on the Nano; the strided 3x3s do not."""
+    from pytest_jetson.sim.engine import plan as build
+
+    hw = resolve("nano", None)
+    c = plan.device_constants(hw, [])
+    w = load("resnet18", None, None)
+    e = build(w, "fp16", arch=hw.arch)
+    with_w, without = (gpu_costs(e, hw.arch, hw.sm_count, hw.has_tensor_cores, 1, dict(c, wino_gain=g)).a
+                       for g in (1.5, 1.0))
+    src = e.source
+    three = (src >= 0) & (w.k_ksize[np.maximum(src, 0)] == 9) & (e.kind == KIND["conv"])
+    stride1 = three & (w.k_stride[np.maximum(src, 0)] == 1)
+    residual = stride1 & (e.in_bytes > 1.5 * e.cin_g * e.spatial * 2.0)
+    assert residual.sum() >= 4  # the fused adds are there to be told apart
+    assert np.all(with_w[stride1] < 0.95 * without[stride1])
+    assert np.allclose(with_w[three & ~stride1], without[three & ~stride1])
+
+
+def test_a_thin_layers_loop_overhead_grows_with_the_element_size():
+    """A tile's fixed loop cost is partly its first operand stages' fill, whose bytes grow with
+    the element size: a 16-channel 3x3 reaches a smaller share of its unit's rate in TF32 than in
+    fp16, and the YOLO11 ladder in fp32 (Ultralytics on an Orin Nano Super: n -> x 8.86x) is not
+    steeper than the board's by more than 12%."""
+    from pytest_jetson.sim.costs import K0_FILL_EXP
+
+    assert 0.0 < K0_FILL_EXP < 1.0
+    n, x = (sim.predict(SUPER, m, "fp32", harness="python-sync") for m in ("yolo11n", "yolo11x"))
+    assert n.precision == "tf32"
+    assert x.latency / n.latency < 8.858 * 1.12
 
 
 def test_the_nanos_fitted_winograd_gain_is_within_what_f2x2_3x3_allows():
