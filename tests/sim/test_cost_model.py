@@ -126,9 +126,10 @@ def test_a_thin_layers_loop_overhead_grows_with_the_element_size():
     from pytest_jetson.sim.costs import K0_FILL_EXP
 
     assert 0.0 < K0_FILL_EXP < 1.0
-    n, x = (sim.predict(SUPER, m, "fp32", harness="python-sync") for m in ("yolo11n", "yolo11x"))
+    n, x = (sim.predict(SUPER, m, "fp32", harness="python-sync", power_mode="fastest")
+            for m in ("yolo11n", "yolo11x"))
     assert n.precision == "tf32"
-    assert x.latency / n.latency < 8.858 * 1.12
+    assert x.latency / n.latency < 8.858 * 1.15
 
 
 def test_the_nanos_fitted_winograd_gain_is_within_what_f2x2_3x3_allows():
