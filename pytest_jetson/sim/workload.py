@@ -372,6 +372,11 @@ def file_shapes(path: Any, resolution: Any = None, input_shape: Any = None) -> A
                                  f"height and width of input {name!r}; give one of them")
         elif hw is not None and len(d) == 4:
             given = tuple(rest[:1]) + hw
+        if given is not None and min(given, default=1) < 1:
+            # read as "not given" further down, a 0 was blamed on the file's dynamic dimensions
+            raise ModelError(f"{p}: the shape given for input {name!r} ({'x'.join(map(str, given))}) has a "
+                             "size below 1; give positive sizes, e.g. input_shape=(3, 480, 640) or "
+                             "resolution=(480, 640)")
         if given is None:
             if any(x is None or isinstance(x, str) for x in rest):
                 continue  # graph.analyze names the dimension and the fix

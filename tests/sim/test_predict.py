@@ -531,6 +531,9 @@ def test_an_onnx_files_dynamic_height_and_width_come_from_resolution_or_input_sh
     assert wide.gpu_time > 2 * small.gpu_time
     with pytest.raises(ModelError, match="disagree on the height and width"):
         predict(NANO, path, resolution=320, input_shape=(3, 480, 640))
+    for bad in ({"input_shape": (3, 0, 0)}, {"input_shape": (1, 3, -5, 64)}, {"resolution": 0}):
+        with pytest.raises(ModelError, match=r"input 'x' \(.*\) has a size below 1; give positive sizes"):
+            predict(NANO, path, **bad)
 
 
 def test_a_custom_operator_is_named_and_priced_never_a_silent_zero(tmp_path):
